@@ -1,0 +1,43 @@
+// Reading fields out of Kubernetes JSON objects without exceptions: every accessor checks the
+// type first and treats a missing key and an explicit null alike (the API server omits empty
+// fields, hand-written YAML writes `limits: null` or `containers: ~`).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "gapless/model/result.h"
+
+namespace gapless::k8s {
+
+// obj[key] when obj is an object holding key with a non-null value; nullptr otherwise.
+const nlohmann::json* field(const nlohmann::json& obj, std::string_view key);
+const nlohmann::json* field(const nlohmann::json* obj, std::string_view key);
+
+// Follows keys one after another: field_path(pod, {"metadata", "annotations"}).
+const nlohmann::json* field_path(const nlohmann::json& obj,
+                                 std::initializer_list<std::string_view> keys);
+
+// The string at obj[key]; empty when absent or not a string.
+std::string string_field(const nlohmann::json& obj, std::string_view key);
+
+// The value as int64 when it is a JSON integer that fits; nullopt for anything else
+// (floats, strings, unsigned values above 2^63-1).
+std::optional<std::int64_t> as_int64(const nlohmann::json& value);
+
+// The string entries of an object (labels, annotations); other entries are skipped.
+std::map<std::string, std::string> string_map(const nlohmann::json* obj);
+
+// A resource quantity as it appears in JSON: a string for parse_whole_quantity, or (from YAML
+// written by hand) a non-negative integer up to 2^53. The error message quotes the value.
+Result<std::int64_t> quantity_value(const nlohmann::json& value);
+
+// Compact JSON text for error messages; never throws on invalid UTF-8.
+std::string json_text(const nlohmann::json& value);
+
+}  // namespace gapless::k8s

@@ -1,0 +1,67 @@
+// The cluster model: nodes and the allocations of the pods on them.
+//
+// Thread-safety: none. The server guards one Cluster with a reader/writer lock; the bench owns
+// its own. Every mutation either applies completely or leaves the model unchanged.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gapless/model/allocation.h"
+#include "gapless/model/node.h"
+#include "gapless/model/result.h"
+
+namespace gapless::model {
+
+class Cluster {
+ public:
+  Cluster() = default;
+
+  // Adds or replaces a node's inventory. Allocations already on the node are re-applied to the
+  // new inventory; one that no longer fits (its GPU vanished, say) fences the node instead of
+  // being dropped, so no GPU is ever silently freed.
+  void upsert_node(Node node);
+  // Removes the node and every allocation on it. Returns false if it was unknown.
+  bool remove_node(const std::string& name);
+
+  const Node* find_node(const std::string& name) const;
+  // Nodes in name order (deterministic iteration for /debug/state and benches).
+  std::vector<const Node*> nodes() const;
+  std::size_t node_count() const { return nodes_.size(); }
+
+  // Checks that `a` fits the node's free capacity right now and applies it.
+  // Fails (model unchanged) if the pod already holds an allocation, the node is unknown or fenced,
+  // or any GPU, share or MIG slice in it is not free.
+  Status commit(const Allocation& a);
+  // Applies `a` even on a fenced node (restart recovery: the record is the truth). Still refuses
+  // anything that would over-commit.
+  Status restore(const Allocation& a);
+  // Frees the pod's allocation. Returns false if the pod held none.
+  bool release(const std::string& pod_uid);
+
+  const Allocation* allocation(const std::string& pod_uid) const;
+  // Allocations in pod-UID order.
+  std::vector<const Allocation*> allocations() const;
+  std::size_t allocation_count() const { return allocations_.size(); }
+
+  void fence(const std::string& node, const std::string& reason);
+
+ private:
+  Status apply(const Allocation& a, bool allow_fenced);
+
+  std::map<std::string, Node> nodes_;
+  std::unordered_map<std::string, Allocation> allocations_;
+  // Allocations kept (their GPUs are not freed) but not applied to usage, because the node's
+  // inventory changed under them; their node is fenced.
+  std::set<std::string> stranded_;
+};
+
+// Applies `grant`s of `a` to the node's usage counters, or explains why they do not fit.
+// Exposed for placement's "what if" checks; Cluster::commit is the normal entry point.
+Status apply_allocation(Node& node, const Allocation& a);
+void unapply_allocation(Node& node, const Allocation& a);
+
+}  // namespace gapless::model

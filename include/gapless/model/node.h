@@ -1,0 +1,50 @@
+// One Kubernetes node as Gapless sees it: its GPUs, how they are wired, and where the inventory
+// came from. Pure data; built by the k8s layer from Node objects, by tests and benches directly.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gapless/model/gpu.h"
+#include "gapless/model/topology.h"
+
+namespace gapless::model {
+
+// Where a node's GPU inventory came from (contract: "Node inventory", in order of preference).
+enum class InventorySource {
+  kTopologyAnnotation,  // gapless.io/gpu-topology: exact GPUs, links, MIG layouts
+  kFeatureDiscovery,    // NVIDIA GFD labels + allocatable: identical GPUs, PCIe assumed
+  kGpushare,            // aliyun.com/gpu-mem + aliyun.com/gpu-count capacity
+};
+
+// MIG instances known only as counts (GFD labels, mixed strategy): which GPU holds them is up to
+// the device plugin, so Gapless counts them like kube-scheduler does and records no placement.
+struct MigPool {
+  int total = 0;
+  int used = 0;
+  bool operator==(const MigPool&) const = default;
+};
+
+struct Node {
+  std::string name;
+  InventorySource source = InventorySource::kTopologyAnnotation;
+  std::vector<Gpu> gpus;  // gpus[i].index == i
+  LinkGraph links;        // size() == gpus.size()
+  std::map<std::string, MigPool> mig_pool;  // profile name -> counts (kFeatureDiscovery only)
+
+  // A fenced node takes no new Gapless pods (e.g. an allocation record on it could not be read,
+  // so Gapless does not know which GPUs are free). The reason is shown to users.
+  std::string fence_reason;
+  bool fenced() const { return !fence_reason.empty(); }
+};
+
+// Summary counters used by node scoring; computed from gpus[].used.
+struct NodeFill {
+  int gpus = 0;            // healthy GPUs
+  double used = 0.0;       // healthy GPU capacity in use, in GPUs (a 500-milli share counts 0.5)
+  int idle = 0;            // healthy GPUs with nothing on them
+};
+NodeFill node_fill(const Node& node);
+
+}  // namespace gapless::model

@@ -1,0 +1,57 @@
+// What a pod asks of the GPU side, already parsed and validated (the k8s layer turns a Pod object
+// into this; the bench builds it from trace rows). Exactly one kind per pod.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gapless::model {
+
+enum class RequestKind {
+  kNone,      // no GPU resource: the extender passes every node
+  kWhole,     // nvidia.com/gpu: N
+  kShared,    // gapless.io/gpu-memory / gpu-compute on K GPUs
+  kMig,       // nvidia.com/mig-<profile>: N
+  kGpushare,  // aliyun.com/gpu-mem: G on one GPU
+};
+
+enum class TopologyWish {
+  kNone,            // connectivity does not matter
+  kNvlinkPreferred, // better connected sets score higher (default for N >= 2)
+  kNvlinkRequired,  // every pair in the set must be NVLink-connected, or the node fails
+};
+
+struct SharedAsk {
+  std::int64_t memory_mib = 0;  // on each shared GPU; 0 = no memory bound
+  int compute_milli = 0;        // on each shared GPU, 1..1000; 0 = no compute bound
+  int count = 1;                // number of GPUs
+};
+
+struct GpuRequest {
+  RequestKind kind = RequestKind::kNone;
+  int whole = 0;                 // kWhole
+  SharedAsk shared;              // kShared
+  std::string mig_profile;       // kMig: profile name without "nvidia.com/mig-"
+  int mig_count = 0;             // kMig
+  std::int64_t gpushare_units = 0;  // kGpushare
+  std::vector<std::string> models;  // allowed GPU models; empty = any
+  TopologyWish topology = TopologyWish::kNone;
+
+  // Number of GPUs this request lands on (whole, shared) or instances (MIG); 1 for gpushare.
+  int units() const;
+};
+
+// The pod facts policy selection and allocation records need, independent of Kubernetes types.
+struct PodInfo {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  std::string priority_class;
+  std::map<std::string, std::string> labels;
+  std::string policy;  // gapless.io/policy annotation, empty when absent
+  std::string node;    // spec.nodeName, empty while pending
+};
+
+}  // namespace gapless::model

@@ -1,0 +1,50 @@
+// The link graph between the GPUs of one node (Boost.Graph adjacency matrix: nodes hold at most
+// a few dozen GPUs, and placement asks "how are i and j connected?" far more than it walks edges).
+#pragma once
+
+#include <boost/graph/adjacency_matrix.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace gapless::model {
+
+// PCIe path words follow `nvidia-smi topo -m`, best first.
+enum class PciePath { kPIX, kPXB, kPHB, kNODE, kSYS };
+
+// Parses "PIX", "PXB", "PHB", "NODE", "SYS" (case-sensitive, as nvidia-smi prints them).
+bool parse_pcie_path(std::string_view word, PciePath* out);
+std::string_view to_string(PciePath path);
+
+struct Link {
+  enum class Kind { kPCIe, kNVLink };
+  Kind kind = Kind::kPCIe;
+  int nvlink_count = 0;             // NVLink lanes between the pair (NVSwitch boxes report 18 on H100)
+  PciePath path = PciePath::kSYS;   // for PCIe links
+  bool degraded = false;            // a degraded NVLink counts as PCIe
+
+  bool is_nvlink() const { return kind == Kind::kNVLink && !degraded && nvlink_count > 0; }
+  // Relative bandwidth weight used to compare GPU sets: any NVLink beats any PCIe path.
+  int weight() const;
+};
+
+// Undirected link graph: vertex i is the GPU with index i. A pair that was never set is PCIe SYS.
+class LinkGraph {
+ public:
+  LinkGraph() : g_(0) {}
+  explicit LinkGraph(int gpu_count) : g_(gpu_count) {}
+
+  int size() const { return static_cast<int>(boost::num_vertices(g_)); }
+  // REQUIRES: 0 <= a, b < size(), a != b. Replaces any earlier link of the pair.
+  void set(int a, int b, const Link& link);
+  // The link between a and b (PCIe SYS when none was set). REQUIRES: indices in range.
+  Link get(int a, int b) const;
+  // Number of NVLink neighbours of a.
+  int nvlink_degree(int a) const;
+
+ private:
+  using Graph = boost::adjacency_matrix<boost::undirectedS, boost::no_property, Link>;
+  Graph g_;
+};
+
+}  // namespace gapless::model

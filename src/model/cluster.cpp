@@ -1,0 +1,241 @@
+#include "gapless/model/cluster.h"
+
+#include <algorithm>
+#include <string>
+
+namespace gapless::model {
+namespace {
+
+Error fail(const std::string& msg) { return Error{msg}; }
+
+// Applies one whole/shared/gpushare grant to `u`, or says why it does not fit.
+Status apply_gpu_grant(const Gpu& gpu, GpuUsage& u, const GpuGrant& g) {
+  const std::string where = "GPU " + std::to_string(gpu.index);
+  if (gpu.mig.enabled) return fail(where + " is in MIG mode");
+  if (g.whole()) {
+    if (!u.idle()) return fail(where + " is not free");
+    u.whole = true;
+    return Status::Ok();
+  }
+  if (u.whole) return fail(where + " is held whole");
+  if (g.memory_mib < 0 || g.compute_milli < 0 || g.gpushare_units < 0) {
+    return fail(where + ": negative share");
+  }
+  if (g.gpushare_units > 0) {
+    if (u.gpushare_used + g.gpushare_units > gpu.gpushare_capacity) {
+      return fail(where + " lacks gpushare memory");
+    }
+    u.gpushare_used += g.gpushare_units;
+  }
+  if (g.memory_mib > 0 || g.compute_milli > 0) {
+    if (u.memory_used_mib + g.memory_mib > gpu.memory_mib) return fail(where + " lacks vRAM");
+    if (u.compute_used_milli + g.compute_milli > kFullComputeMilli) {
+      return fail(where + " lacks compute");
+    }
+    u.memory_used_mib += g.memory_mib;
+    u.compute_used_milli += g.compute_milli;
+    ++u.shared_pods;
+  }
+  return Status::Ok();
+}
+
+Status apply_mig_grant(const Gpu& gpu, GpuUsage& u, const MigGrant& m) {
+  const std::string where = "GPU " + std::to_string(gpu.index);
+  if (!gpu.mig.enabled) return fail(where + " is not in MIG mode");
+  if (u.whole || u.shared_pods > 0 || u.gpushare_used > 0) return fail(where + " is in use");
+  const MigProfile* p = find_mig_profile(gpu.mig_family, m.profile);
+  if (p == nullptr) return fail(where + " has no MIG profile " + m.profile);
+  if (std::find(p->starts.begin(), p->starts.end(), m.start) == p->starts.end()) {
+    return fail(where + ": " + m.profile + " cannot start at slice " + std::to_string(m.start));
+  }
+  const std::uint8_t mask = mig_slice_mask(m.start, p->memory_slices);
+  if (!gpu.mig.reconfigurable()) {
+    // Static layout: the instance must exist and be free.
+    const auto& inst = gpu.mig.instances;
+    std::size_t i = 0;
+    while (i < inst.size() && !(inst[i].profile == m.profile && inst[i].start == m.start)) ++i;
+    if (i == inst.size()) return fail(where + " has no " + m.profile + " instance at that start");
+    if (u.mig_instance_used.size() != inst.size()) u.mig_instance_used.resize(inst.size(), false);
+    if (u.mig_instance_used[i]) return fail(where + ": that MIG instance is taken");
+    u.mig_instance_used[i] = true;
+  } else {
+    if ((u.mig_slices_used & mask) != 0) return fail(where + ": MIG slices overlap");
+    if (u.mig_compute_used + p->compute_slices > kMigComputeSlices) {
+      return fail(where + ": no MIG compute slices left");
+    }
+    if (p->media_extensions && u.mig_media_used > 0) return fail(where + ": +me instance taken");
+  }
+  u.mig_slices_used |= mask;
+  u.mig_compute_used += p->compute_slices;
+  if (p->media_extensions) ++u.mig_media_used;
+  return Status::Ok();
+}
+
+}  // namespace
+
+// All-or-nothing: grants are applied to a copy of the touched usage, written back only when
+// every one of them fits.
+Status apply_allocation(Node& node, const Allocation& a) {
+  std::vector<GpuUsage> usage;
+  usage.reserve(node.gpus.size());
+  for (const Gpu& g : node.gpus) usage.push_back(g.used);
+  std::map<std::string, MigPool> pool = node.mig_pool;
+
+  for (const GpuGrant& g : a.gpus) {
+    if (g.index < 0 || g.index >= static_cast<int>(node.gpus.size())) {
+      return fail("GPU " + std::to_string(g.index) + " does not exist on node " + node.name);
+    }
+    const Gpu& gpu = node.gpus[g.index];
+    if (!g.uuid.empty() && !gpu.uuid.empty() && g.uuid != gpu.uuid) {
+      return fail("GPU " + std::to_string(g.index) + " has UUID " + gpu.uuid + ", not " + g.uuid);
+    }
+    if (Status s = apply_gpu_grant(gpu, usage[g.index], g); !s) return s;
+  }
+  for (const MigGrant& m : a.mig) {
+    if (m.gpu == -1) {
+      auto it = pool.find(m.profile);
+      if (it == pool.end() || it->second.used >= it->second.total) {
+        return fail("no free " + m.profile + " MIG instance on node " + node.name);
+      }
+      ++it->second.used;
+      continue;
+    }
+    if (m.gpu < 0 || m.gpu >= static_cast<int>(node.gpus.size())) {
+      return fail("GPU " + std::to_string(m.gpu) + " does not exist on node " + node.name);
+    }
+    if (Status s = apply_mig_grant(node.gpus[m.gpu], usage[m.gpu], m); !s) return s;
+  }
+  for (std::size_t i = 0; i < usage.size(); ++i) node.gpus[i].used = std::move(usage[i]);
+  node.mig_pool = std::move(pool);
+  return Status::Ok();
+}
+
+// REQUIRES: `a` was applied to `node` by apply_allocation.
+void unapply_allocation(Node& node, const Allocation& a) {
+  for (const GpuGrant& g : a.gpus) {
+    GpuUsage& u = node.gpus[g.index].used;
+    if (g.whole()) {
+      u.whole = false;
+      continue;
+    }
+    u.gpushare_used -= g.gpushare_units;
+    if (g.memory_mib > 0 || g.compute_milli > 0) {
+      u.memory_used_mib -= g.memory_mib;
+      u.compute_used_milli -= g.compute_milli;
+      --u.shared_pods;
+    }
+  }
+  for (const MigGrant& m : a.mig) {
+    if (m.gpu == -1) {
+      --node.mig_pool[m.profile].used;
+      continue;
+    }
+    Gpu& gpu = node.gpus[m.gpu];
+    const MigProfile* p = find_mig_profile(gpu.mig_family, m.profile);
+    GpuUsage& u = gpu.used;
+    u.mig_slices_used &= static_cast<std::uint8_t>(~mig_slice_mask(m.start, p->memory_slices));
+    u.mig_compute_used -= p->compute_slices;
+    if (p->media_extensions) --u.mig_media_used;
+    const auto& inst = gpu.mig.instances;
+    for (std::size_t i = 0; i < inst.size(); ++i) {
+      if (inst[i].profile == m.profile && inst[i].start == m.start) u.mig_instance_used[i] = false;
+    }
+  }
+}
+
+void Cluster::upsert_node(Node node) {
+  for (Gpu& g : node.gpus) {
+    g.used = GpuUsage{};
+    g.used.mig_instance_used.assign(g.mig.instances.size(), false);
+  }
+  for (auto& [profile, pool] : node.mig_pool) pool.used = 0;
+  if (auto old = nodes_.find(node.name); old != nodes_.end() && node.fence_reason.empty()) {
+    node.fence_reason = old->second.fence_reason;
+  }
+  // Re-apply what pods already hold, in UID order so the outcome does not depend on hashing.
+  std::vector<const Allocation*> held;
+  for (const auto& [uid, a] : allocations_) {
+    if (a.node == node.name) held.push_back(&a);
+  }
+  std::sort(held.begin(), held.end(),
+            [](const Allocation* x, const Allocation* y) { return x->pod_uid < y->pod_uid; });
+  for (const Allocation* a : held) {
+    stranded_.erase(a->pod_uid);
+    if (Status s = apply_allocation(node, *a); !s) {
+      stranded_.insert(a->pod_uid);
+      node.fence_reason = "the node's new inventory no longer holds the GPUs of pod " +
+                          a->pod_ns + "/" + a->pod_name + " (" + s.error() + ")";
+    }
+  }
+  const std::string name = node.name;
+  nodes_.insert_or_assign(name, std::move(node));
+}
+
+bool Cluster::remove_node(const std::string& name) {
+  if (nodes_.erase(name) == 0) return false;
+  std::erase_if(allocations_, [&](const auto& kv) {
+    if (kv.second.node != name) return false;
+    stranded_.erase(kv.first);
+    return true;
+  });
+  return true;
+}
+
+const Node* Cluster::find_node(const std::string& name) const {
+  auto it = nodes_.find(name);
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+std::vector<const Node*> Cluster::nodes() const {
+  std::vector<const Node*> out;
+  out.reserve(nodes_.size());
+  for (const auto& [name, n] : nodes_) out.push_back(&n);
+  return out;
+}
+
+Status Cluster::apply(const Allocation& a, bool allow_fenced) {
+  if (a.pod_uid.empty()) return fail("allocation has no pod UID");
+  if (allocations_.count(a.pod_uid) != 0) {
+    return fail("pod " + a.pod_ns + "/" + a.pod_name + " already holds an allocation");
+  }
+  auto it = nodes_.find(a.node);
+  if (it == nodes_.end()) return fail("node " + a.node + " is not in the model");
+  if (it->second.fenced() && !allow_fenced) {
+    return fail("node " + a.node + " is fenced: " + it->second.fence_reason);
+  }
+  if (Status s = apply_allocation(it->second, a); !s) return s;
+  allocations_.emplace(a.pod_uid, a);
+  return Status::Ok();
+}
+
+Status Cluster::commit(const Allocation& a) { return apply(a, false); }
+Status Cluster::restore(const Allocation& a) { return apply(a, true); }
+
+bool Cluster::release(const std::string& pod_uid) {
+  auto it = allocations_.find(pod_uid);
+  if (it == allocations_.end()) return false;
+  auto n = nodes_.find(it->second.node);
+  if (n != nodes_.end() && stranded_.erase(pod_uid) == 0) unapply_allocation(n->second, it->second);
+  allocations_.erase(it);
+  return true;
+}
+
+const Allocation* Cluster::allocation(const std::string& pod_uid) const {
+  auto it = allocations_.find(pod_uid);
+  return it == allocations_.end() ? nullptr : &it->second;
+}
+
+std::vector<const Allocation*> Cluster::allocations() const {
+  std::vector<const Allocation*> out;
+  out.reserve(allocations_.size());
+  for (const auto& [uid, a] : allocations_) out.push_back(&a);
+  std::sort(out.begin(), out.end(),
+            [](const Allocation* x, const Allocation* y) { return x->pod_uid < y->pod_uid; });
+  return out;
+}
+
+void Cluster::fence(const std::string& node, const std::string& reason) {
+  if (auto it = nodes_.find(node); it != nodes_.end()) it->second.fence_reason = reason;
+}
+
+}  // namespace gapless::model

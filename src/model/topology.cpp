@@ -1,0 +1,53 @@
+#include "gapless/model/topology.h"
+
+#include <algorithm>
+#include <array>
+
+namespace gapless::model {
+namespace {
+constexpr std::array<std::string_view, 5> kPathWords = {"PIX", "PXB", "PHB", "NODE", "SYS"};
+}
+
+bool parse_pcie_path(std::string_view word, PciePath* out) {
+  for (std::size_t i = 0; i < kPathWords.size(); ++i) {
+    if (kPathWords[i] == word) {
+      *out = static_cast<PciePath>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string_view to_string(PciePath path) { return kPathWords[static_cast<std::size_t>(path)]; }
+
+// 0..100. PCIe paths step by 10 from SYS (0) to PIX (40); NVLink starts at 60 so any NVLink beats
+// any PCIe path, and grows with the lane count up to 12 lanes (NVSwitch H100 reports 18: capped).
+int Link::weight() const {
+  if (is_nvlink()) return 60 + 40 * std::min(nvlink_count, 12) / 12;
+  if (kind == Kind::kNVLink) return 0;  // degraded NVLink: treated as the slowest PCIe path
+  return 10 * (4 - static_cast<int>(path));
+}
+
+void LinkGraph::set(int a, int b, const Link& link) {
+  auto [e, exists] = boost::edge(a, b, g_);
+  if (exists) {
+    g_[e] = link;
+  } else {
+    boost::add_edge(a, b, link, g_);
+  }
+}
+
+Link LinkGraph::get(int a, int b) const {
+  auto [e, exists] = boost::edge(a, b, g_);
+  return exists ? g_[e] : Link{};
+}
+
+int LinkGraph::nvlink_degree(int a) const {
+  int n = 0;
+  for (auto [it, end] = boost::out_edges(a, g_); it != end; ++it) {
+    if (g_[*it].is_nvlink()) ++n;
+  }
+  return n;
+}
+
+}  // namespace gapless::model

@@ -1,0 +1,57 @@
+#include "gapless/placement/choice.h"
+
+#include "gapless/placement/demand.h"
+#include "mig_choice.h"
+#include "node_search.h"
+
+namespace gapless::placement {
+
+double gpu_level_score(const Profile& profile, const model::Node& node, const model::Gpu& gpu,
+                       const model::GpuRequest& req) {
+  double sum = 0, weights = 0;
+  for (const WeightedStrategy& ws : profile.gpu) {
+    sum += ws.weight * ws.strategy->score_gpu(node, gpu, req);
+    weights += ws.weight;
+  }
+  return weights > 0 ? sum / weights : 0.0;
+}
+
+std::optional<Choice> choose(const model::Node& node, const model::GpuRequest& req,
+                             const Profile& profile) {
+  if (node.fenced()) return std::nullopt;
+  if (req.kind == model::RequestKind::kMig) {
+    auto mig = choose_mig(node, req, profile);
+    if (!mig) return std::nullopt;
+    return Choice{{}, std::move(mig->grants), mig->gpu_score, 1.0};
+  }
+  if (req.kind == model::RequestKind::kNone) return Choice{};
+
+  std::vector<int> candidates;
+  std::vector<double> scores;
+  for (const model::Gpu& g : node.gpus) {
+    if (!can_serve_now(g, req)) continue;
+    candidates.push_back(g.index);
+    scores.push_back(gpu_level_score(profile, node, g, req));
+  }
+  auto set = best_set(node, candidates, scores, req.units(), req.topology, profile);
+  if (!set) return std::nullopt;
+
+  Choice c;
+  c.gpu_score = set->gpu_score;
+  c.connectivity = set->connectivity;
+  for (int i : set->gpus) {
+    model::GpuGrant g;
+    g.index = i;
+    g.uuid = node.gpus[i].uuid;
+    if (req.kind == model::RequestKind::kShared) {
+      g.memory_mib = req.shared.memory_mib;
+      g.compute_milli = req.shared.compute_milli;
+    } else if (req.kind == model::RequestKind::kGpushare) {
+      g.gpushare_units = req.gpushare_units;
+    }
+    c.gpus.push_back(std::move(g));
+  }
+  return c;
+}
+
+}  // namespace gapless::placement
