@@ -1,0 +1,41 @@
+// Binder: how a bind decision leaves the extender. The Kubernetes binder POSTs the Binding with
+// the allocation record; the in-memory binder (used with --cluster) just remembers it, so demos
+// and tests run end to end without an API server.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gapless/model/result.h"
+
+namespace gapless::server {
+
+struct BindRequest {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  std::string node;
+  std::map<std::string, std::string> annotations;  // gapless.io/allocation, gpushare keys
+};
+
+// Implementations must be thread-safe: binds run concurrently with each other.
+class Binder {
+ public:
+  virtual ~Binder() = default;
+  // Makes the binding durable. On error nothing was bound (the caller rolls the model back).
+  virtual Status bind(const BindRequest& req) = 0;
+};
+
+class InMemoryBinder final : public Binder {
+ public:
+  Status bind(const BindRequest& req) override;
+  std::vector<BindRequest> bindings() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<BindRequest> bindings_;
+};
+
+}  // namespace gapless::server

@@ -1,0 +1,65 @@
+// The extender service: kube-scheduler's four verbs over the shared cluster model, independent
+// of the transport. Each verb takes the request body and returns the response body; it never
+// throws, and a bad request leaves the model unchanged and yields an answer with "Error" set
+// (kube-scheduler only reads HTTP 200 bodies, so errors travel inside them).
+//
+// Wire format (docs/extender-protocol.md): PascalCase keys out, keys matched case-insensitively
+// in, null accepted for every field.
+//
+// Thread-safety: all methods may be called concurrently. Filter and prioritize share a read lock
+// on the model; bind takes the write lock only to reserve and to roll back, never while the
+// binder talks to the API server.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+
+#include "gapless/model/cluster.h"
+#include "gapless/placement/profile.h"
+#include "gapless/server/binder.h"
+#include "gapless/server/metrics.h"
+#include "gapless/server/pending_pods.h"
+
+namespace gapless::server {
+
+class Extender {
+ public:
+  Extender(model::Cluster cluster, placement::Policy policy, Binder& binder, Metrics& metrics);
+  Extender(const Extender&) = delete;
+  Extender& operator=(const Extender&) = delete;
+
+  std::string filter(std::string_view body);
+  std::string prioritize(std::string_view body);
+  std::string bind(std::string_view body);
+  std::string preempt(std::string_view body);
+
+  // The model as JSON (nodes, GPUs with usage, allocations as records, policy source), in a
+  // deterministic order so two states can be compared byte for byte.
+  std::string debug_state() const;
+  // Prometheus text, with the cluster gauges refreshed.
+  std::string metrics_text() const;
+
+  // Replaces the policy for calls that start after this returns.
+  void set_policy(placement::Policy policy);
+  std::string policy_source() const;
+
+  // Runs `f` with exclusive access to the model (informers, recovery, tests).
+  void mutate(const std::function<void(model::Cluster&)>& f);
+
+ private:
+  std::shared_ptr<const placement::Policy> current_policy() const;
+
+  mutable std::shared_mutex model_mu_;
+  model::Cluster cluster_;
+  mutable std::mutex policy_mu_;
+  std::shared_ptr<const placement::Policy> policy_;
+  Binder& binder_;
+  Metrics& metrics_;
+  PendingPods pending_;
+};
+
+}  // namespace gapless::server

@@ -1,0 +1,140 @@
+// gapless-extender: the scheduler-extender webhook.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <optional>
+#include <thread>
+
+#include "demo_cluster.h"
+#include "gapless/k8s/cluster_file.h"
+#include "gapless/policy/loader.h"
+#include "gapless/server/http_server.h"
+#include "gapless/server/log.h"
+#include "gapless/server/policy_watch.h"
+
+using namespace gapless;
+
+namespace {
+
+bool split_listen(const std::string& listen, std::string* host, int* port) {
+  const auto colon = listen.rfind(':');
+  if (colon == std::string::npos) return false;
+  *host = listen.substr(0, colon);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  try {
+    std::size_t used = 0;
+    *port = std::stoi(listen.substr(colon + 1), &used);
+    return used == listen.size() - colon - 1 && *port >= 0 && *port <= 65535;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"gapless-extender: GPU-topology-aware kube-scheduler extender"};
+  std::string listen = "127.0.0.1:8888";
+  std::string prefix;
+  std::string policy_file;
+  std::string cluster_file;
+  std::string check_policy;
+  std::size_t max_body = 16 * 1024 * 1024;
+  bool version = false;
+  app.add_option("--listen", listen, "HOST:PORT to serve on")->capture_default_str();
+  app.add_option("--url-prefix", prefix, "path prefix of the extender verbs (urlPrefix's path)");
+  app.add_option("--policy", policy_file, "policy YAML (default: built-in bundle policy)");
+  app.add_option("--cluster", cluster_file,
+                 "static inventory: NodeList (+ PodList) JSON/YAML (default: built-in demo cluster)");
+  app.add_option("--check-policy", check_policy, "validate a policy file and exit");
+  app.add_option("--max-body-bytes", max_body, "largest request body accepted")->capture_default_str();
+  app.add_flag("--version", version, "print the version and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  if (version) {
+    std::printf("gapless-extender %s\n", GAPLESS_VERSION);
+    return 0;
+  }
+  if (!check_policy.empty()) {
+    auto p = policy::load_policy_file(check_policy);
+    if (!p) {
+      std::fprintf(stderr, "%s\n", p.error().c_str());
+      return 1;
+    }
+    std::printf("%s: OK (%zu profiles, default \"%s\")\n", check_policy.c_str(), p->profiles.size(),
+                p->default_profile.c_str());
+    return 0;
+  }
+
+  placement::Policy policy = placement::builtin_policy();
+  if (!policy_file.empty()) {
+    auto p = policy::load_policy_file(policy_file);
+    if (!p) {
+      server::log_error("refusing to start: " + p.error());
+      return 1;
+    }
+    policy = std::move(*p);
+  }
+  auto loaded = cluster_file.empty()
+                    ? k8s::parse_cluster_file(gapless_demo_cluster(), "built-in demo cluster")
+                    : k8s::load_cluster_file(cluster_file);
+  if (!loaded) {
+    server::log_error("refusing to start: " + loaded.error());
+    return 1;
+  }
+  for (const std::string& w : loaded->warnings) server::log_warn(w);
+  std::string host;
+  int port = 0;
+  if (!split_listen(listen, &host, &port)) {
+    server::log_error("--listen must be HOST:PORT, got \"" + listen + "\"");
+    return 1;
+  }
+
+  // Signals go to one thread that waits for them; every other thread has them blocked.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGHUP);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  server::Metrics metrics;
+  server::InMemoryBinder binder;
+  const std::size_t node_count = loaded->cluster.node_count();
+  server::Extender extender(std::move(loaded->cluster), std::move(policy), binder, metrics);
+  server::HttpServer http(extender, {prefix, max_body, nullptr});
+  auto bound = http.bind(host, port);
+  if (!bound) {
+    server::log_error(bound.error());
+    return 1;
+  }
+  std::optional<server::PolicyWatch> watch;
+  if (!policy_file.empty()) watch.emplace(extender, metrics, policy_file);
+
+  std::thread signal_thread([&] {
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&signals, &sig) != 0) continue;
+      if (sig == SIGHUP) {
+        if (watch) watch->reload_now();
+        continue;
+      }
+      server::log_info("stopping on signal " + std::to_string(sig));
+      http.stop();
+      return;
+    }
+  });
+  server::log_info("serving " + std::to_string(node_count) + " nodes from " +
+                   (cluster_file.empty() ? std::string("the built-in demo cluster") : cluster_file) +
+                   " on http://" + host + ":" + std::to_string(*bound) +
+                   server::normalize_prefix(prefix) + " (policy: " + extender.policy_source() + ")");
+  http.serve();
+  if (signal_thread.joinable()) {
+    // serve() also returns if the listener fails; wake the signal thread so it can exit.
+    pthread_kill(signal_thread.native_handle(), SIGTERM);
+    signal_thread.join();
+  }
+  return 0;
+}

@@ -1,0 +1,237 @@
+#include "gapless/server/extender.h"
+
+#include <chrono>
+#include <unordered_set>
+
+#include "gapless/k8s/allocation_record.h"
+#include "gapless/k8s/pod_request.h"
+#include "gapless/placement/engine.h"
+#include "wire.h"
+
+namespace gapless::server {
+
+using nlohmann::json;
+
+namespace {
+
+// Times a verb and records its outcome on destruction.
+class VerbTimer {
+ public:
+  VerbTimer(Metrics& m, std::string verb)
+      : m_(m), verb_(std::move(verb)), start_(std::chrono::steady_clock::now()) {}
+  ~VerbTimer() {
+    const std::chrono::duration<double> d = std::chrono::steady_clock::now() - start_;
+    m_.observe_request(verb_, ok_, d.count());
+  }
+  void fail() { ok_ = false; }
+
+ private:
+  Metrics& m_;
+  std::string verb_;
+  std::chrono::steady_clock::time_point start_;
+  bool ok_ = true;
+};
+
+std::string filter_error(const std::string& message) {
+  return wire::dump(json{{"Nodes", nullptr},
+                         {"NodeNames", nullptr},
+                         {"FailedNodes", nullptr},
+                         {"FailedAndUnresolvableNodes", nullptr},
+                         {"Error", message}});
+}
+
+std::string error_only(const std::string& message) { return wire::dump(json{{"Error", message}}); }
+
+// What filter and prioritize both read: the pod and the candidate nodes.
+struct ExtenderArgs {
+  json args;
+  k8s::ParsedPod pod;
+  std::vector<std::string> nodes;
+  bool full_mode = false;
+};
+
+Result<ExtenderArgs> parse_args(std::string_view body) {
+  auto args = wire::parse_object(body);
+  if (!args) return Error{args.error()};
+  const json* pod = wire::field(*args, "Pod");
+  if (pod == nullptr) return Error{"request has no Pod"};
+  auto parsed = k8s::parse_pod(*pod);
+  if (!parsed) return Error{parsed.error()};
+  bool full = false;
+  auto names = wire::node_names(*args, &full);
+  if (!names) return Error{names.error()};
+  return ExtenderArgs{std::move(*args), std::move(*parsed), std::move(*names), full};
+}
+
+std::string pod_key(const model::PodInfo& p) { return p.ns + "/" + p.name; }
+
+}  // namespace
+
+Extender::Extender(model::Cluster cluster, placement::Policy policy, Binder& binder,
+                   Metrics& metrics)
+    : cluster_(std::move(cluster)),
+      policy_(std::make_shared<const placement::Policy>(std::move(policy))),
+      binder_(binder),
+      metrics_(metrics) {}
+
+std::shared_ptr<const placement::Policy> Extender::current_policy() const {
+  std::lock_guard lock(policy_mu_);
+  return policy_;
+}
+
+void Extender::set_policy(placement::Policy policy) {
+  auto p = std::make_shared<const placement::Policy>(std::move(policy));
+  std::lock_guard lock(policy_mu_);
+  policy_ = std::move(p);
+}
+
+std::string Extender::policy_source() const { return current_policy()->source; }
+
+void Extender::mutate(const std::function<void(model::Cluster&)>& f) {
+  std::unique_lock lock(model_mu_);
+  f(cluster_);
+}
+
+std::string Extender::filter(std::string_view body) {
+  VerbTimer timer(metrics_, "filter");
+  auto args = parse_args(body);
+  if (!args) {
+    timer.fail();
+    return filter_error(args.error());
+  }
+  // Resolve the profile now so a pod naming a missing one fails here, visibly, not at bind.
+  std::string policy_error;
+  if (placement::select_profile(*current_policy(), args->pod.info, &policy_error) == nullptr) {
+    timer.fail();
+    return filter_error(policy_error);
+  }
+  placement::FilterResult r;
+  {
+    std::shared_lock lock(model_mu_);
+    r = placement::filter(cluster_, args->pod.request, args->nodes);
+  }
+  if (args->pod.request.kind != model::RequestKind::kNone) pending_.remember(args->pod);
+  for (const auto& [node, label] : r.labels) metrics_.count_rejection(label);
+
+  json out;
+  out["FailedNodes"] = json::object();
+  out["FailedAndUnresolvableNodes"] = json::object();
+  for (auto& [n, why] : r.failed) out["FailedNodes"][n] = why;
+  for (auto& [n, why] : r.unresolvable) out["FailedAndUnresolvableNodes"][n] = why;
+  out["Error"] = "";
+  if (!args->full_mode) {
+    out["Nodes"] = nullptr;
+    out["NodeNames"] = r.passed;
+    return wire::dump(out);
+  }
+  // Full mode: return the passing input items unmodified.
+  std::unordered_set<std::string> pass(r.passed.begin(), r.passed.end());
+  json items = json::array();
+  const json* nodes = wire::field(args->args, "Nodes");
+  if (const json* in = nodes ? wire::field(*nodes, "items") : nullptr) {
+    for (const json& item : *in) {
+      const std::string name = (*wire::field(*wire::field(item, "metadata"), "name")).get<std::string>();
+      if (pass.erase(name) != 0) items.push_back(item);
+    }
+  }
+  out["Nodes"] = json{{"metadata", json::object()}, {"items", std::move(items)}};
+  out["NodeNames"] = nullptr;
+  return wire::dump(out);
+}
+
+std::string Extender::prioritize(std::string_view body) {
+  VerbTimer timer(metrics_, "prioritize");
+  auto args = parse_args(body);
+  std::string policy_error;
+  const placement::Profile* profile = nullptr;
+  auto policy = current_policy();
+  if (args) profile = placement::select_profile(*policy, args->pod.info, &policy_error);
+  if (!args || profile == nullptr) {
+    // HostPriorityList has no Error field; kube-scheduler ignores a prioritize failure, and a
+    // person calling us by hand still reads why.
+    timer.fail();
+    return error_only(args ? policy_error : args.error());
+  }
+  std::vector<int> scores;
+  {
+    std::shared_lock lock(model_mu_);
+    scores = placement::prioritize(cluster_, args->pod.request, *profile, args->nodes);
+  }
+  if (args->pod.request.kind != model::RequestKind::kNone) pending_.remember(args->pod);
+  json out = json::array();
+  for (std::size_t i = 0; i < args->nodes.size(); ++i) {
+    out.push_back(json{{"Host", args->nodes[i]}, {"Score", scores[i]}});
+  }
+  return wire::dump(out);
+}
+
+std::string Extender::bind(std::string_view body) {
+  VerbTimer timer(metrics_, "bind");
+  auto fail = [&](const std::string& message) {
+    timer.fail();
+    metrics_.count_bind("error");
+    return error_only(message);
+  };
+  auto args = wire::parse_object(body);
+  if (!args) return fail(args.error());
+  auto name = wire::string_field(*args, "PodName");
+  auto ns = wire::string_field(*args, "PodNamespace");
+  auto uid = wire::string_field(*args, "PodUID");
+  auto node = wire::string_field(*args, "Node");
+  for (const auto* r : {&name, &ns, &uid, &node}) {
+    if (!*r) return fail(r->error());
+  }
+  const std::string who = *ns + "/" + *name;
+
+  model::Allocation reserved;
+  std::map<std::string, std::string> annotations;
+  {
+    std::unique_lock lock(model_mu_);
+    if (const model::Allocation* held = cluster_.allocation(*uid)) {
+      // A retry after a reply was lost: fine on the same node, never elsewhere.
+      if (held->node == *node) {
+        metrics_.count_bind("idempotent");
+        return error_only("");
+      }
+      return fail("pod " + who + " is already bound to node " + held->node);
+    }
+    auto pod = pending_.find(*uid);
+    if (!pod) {
+      return fail("pod " + who + " (uid " + *uid +
+                  ") was not seen by filter recently; kube-scheduler will retry it");
+    }
+    if (pod->info.name != *name || pod->info.ns != *ns) {
+      return fail("PodUID " + *uid + " belongs to " + pod_key(pod->info) + ", not " + who);
+    }
+    std::string policy_error;
+    const placement::Profile* profile =
+        placement::select_profile(*current_policy(), pod->info, &policy_error);
+    if (profile == nullptr) return fail(policy_error);
+    // Re-check against the model as it is now: binds run after later pods' filters.
+    auto placed = placement::place(cluster_, pod->request, *profile, pod->info, *node);
+    if (!placed) return fail("cannot bind " + who + " to " + *node + ": " + placed.error());
+    if (Status s = cluster_.commit(*placed); !s) {
+      return fail("cannot bind " + who + " to " + *node + ": " + s.error());
+    }
+    reserved = std::move(*placed);
+    annotations[std::string(k8s::kAllocationAnnotation)] = k8s::encode_allocation_record(reserved);
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    for (auto& [k, v] : k8s::gpushare_annotations(
+             reserved, *cluster_.find_node(*node),
+             std::chrono::duration_cast<std::chrono::nanoseconds>(now).count())) {
+      annotations[k] = v;
+    }
+  }
+  // The reservation holds the GPUs while the binder works, without blocking filters.
+  Status s = binder_.bind(BindRequest{*ns, *name, *uid, *node, std::move(annotations)});
+  if (!s) {
+    std::unique_lock lock(model_mu_);
+    cluster_.release(*uid);
+    return fail("binding " + who + " to " + *node + ": " + s.error());
+  }
+  pending_.forget(*uid);
+  metrics_.count_bind("success");
+  return error_only("");
+}
+
+}  // namespace gapless::server

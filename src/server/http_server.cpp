@@ -1,0 +1,131 @@
+#include "gapless/server/http_server.h"
+
+#include <httplib.h>
+
+#include <array>
+#include <nlohmann/json.hpp>
+
+namespace gapless::server {
+
+namespace {
+
+constexpr const char* kJson = "application/json";
+
+struct Verb {
+  const char* name;
+  std::string (Extender::*handle)(std::string_view);
+};
+const std::array<Verb, 4> kVerbs = {{{"filter", &Extender::filter},
+                                     {"prioritize", &Extender::prioritize},
+                                     {"bind", &Extender::bind},
+                                     {"preempt", &Extender::preempt}}};
+
+std::string error_json(const std::string& message) {
+  return nlohmann::json{{"Error", message}}.dump(-1, ' ', false,
+                                                 nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string normalize_prefix(std::string prefix) {
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  if (!prefix.empty() && prefix.front() != '/') prefix.insert(prefix.begin(), '/');
+  return prefix;
+}
+
+HttpServer::HttpServer(Extender& extender, HttpOptions options)
+    : extender_(extender), options_(std::move(options)), server_(std::make_unique<httplib::Server>()) {
+  options_.url_prefix = normalize_prefix(options_.url_prefix);
+  install_routes();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::install_routes() {
+  httplib::Server& s = *server_;
+  s.set_payload_max_length(options_.max_body_bytes);
+  s.set_read_timeout(30, 0);
+  s.set_write_timeout(30, 0);
+
+  const std::string prefix = options_.url_prefix;
+  auto is_verb_path = [prefix](const std::string& path) {
+    for (const Verb& v : kVerbs) {
+      if (path == prefix + "/" + v.name) return true;
+    }
+    return false;
+  };
+
+  for (const Verb& v : kVerbs) {
+    auto handle = v.handle;
+    s.Post(prefix + "/" + v.name, [this, handle](const httplib::Request& req, httplib::Response& res) {
+      res.set_content((extender_.*handle)(req.body), kJson);
+    });
+  }
+  s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  s.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+    const bool ready = !options_.ready || options_.ready();
+    res.status = ready ? 200 : 503;
+    res.set_content(ready ? "ok\n" : "not ready\n", "text/plain");
+  });
+  s.Get("/version", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(nlohmann::json{{"name", "gapless-extender"}, {"version", GAPLESS_VERSION}}.dump(),
+                    kJson);
+  });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(extender_.metrics_text(), "text/plain; version=0.0.4");
+  });
+  s.Get("/debug/state", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(extender_.debug_state(), kJson);
+  });
+
+  // Oversized bodies (413, rejected before our handler runs) and unknown routes end up here.
+  // On an extender verb the answer must still be 200 with Error, or kube-scheduler never sees why.
+  const std::size_t limit = options_.max_body_bytes;
+  s.set_error_handler(httplib::Server::HandlerWithResponse([is_verb_path, limit](
+                                                 const httplib::Request& req,
+                                                 httplib::Response& res) {
+    if (req.method == "POST" && is_verb_path(req.path)) {
+      const std::string why = res.status == 413
+                                  ? "request body exceeds the limit of " + std::to_string(limit) +
+                                        " bytes (--max-body-bytes)"
+                                  : "request failed with HTTP " + std::to_string(res.status);
+      res.status = 200;
+      res.set_content(error_json(why), kJson);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (res.body.empty()) {
+      const std::string why = res.status == 404 ? "no route " + req.method + " " + req.path
+                                                : "HTTP " + std::to_string(res.status);
+      res.set_content(error_json(why), kJson);
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  s.set_exception_handler([is_verb_path](const httplib::Request& req, httplib::Response& res,
+                                         std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = std::string("internal error: ") + e.what();
+    } catch (...) {
+    }
+    res.status = is_verb_path(req.path) ? 200 : 500;
+    res.set_content(error_json(what), kJson);
+  });
+}
+
+Result<int> HttpServer::bind(const std::string& host, int port) {
+  const int bound = port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
+  if (bound < 0) return Error{"cannot listen on " + host + ":" + std::to_string(port)};
+  return bound;
+}
+
+void HttpServer::serve() { server_->listen_after_bind(); }
+
+void HttpServer::stop() {
+  if (server_) server_->stop();
+}
+
+}  // namespace gapless::server

@@ -1,0 +1,109 @@
+#include "gapless/server/metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+#include <map>
+
+namespace gapless::server {
+
+namespace {
+const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5};
+}
+
+Metrics::Metrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      requests_(prometheus::BuildCounter()
+                    .Name("gapless_extender_requests_total")
+                    .Help("Extender calls by verb and outcome (error: the answer carried Error).")
+                    .Register(*registry_)),
+      latency_(prometheus::BuildHistogram()
+                   .Name("gapless_extender_request_duration_seconds")
+                   .Help("Time to answer an extender call, by verb.")
+                   .Register(*registry_)),
+      rejections_(prometheus::BuildCounter()
+                      .Name("gapless_filter_rejections_total")
+                      .Help("Nodes rejected by filter, by reason.")
+                      .Register(*registry_)),
+      binds_(prometheus::BuildCounter()
+                 .Name("gapless_binds_total")
+                 .Help("Bind calls by outcome (success, idempotent, error).")
+                 .Register(*registry_)),
+      reloads_(prometheus::BuildCounter()
+                   .Name("gapless_policy_reloads_total")
+                   .Help("Policy reloads by outcome; a failed reload keeps the old policy.")
+                   .Register(*registry_)),
+      gpus_(prometheus::BuildGauge()
+                .Name("gapless_cluster_gpus")
+                .Help("GPUs in the model, by health.")
+                .Register(*registry_)),
+      gpus_in_use_(prometheus::BuildGauge()
+                       .Name("gapless_cluster_gpus_in_use")
+                       .Help("GPUs holding any allocation, by how: whole, shared, mig.")
+                       .Register(*registry_)),
+      vram_allocated_(prometheus::BuildGauge()
+                          .Name("gapless_cluster_gpu_memory_allocated_bytes")
+                          .Help("vRAM handed out to shared-GPU pods.")
+                          .Register(*registry_)),
+      mig_free_(prometheus::BuildGauge()
+                    .Name("gapless_cluster_mig_instances_free")
+                    .Help("Free static MIG instances and pool counts, by profile.")
+                    .Register(*registry_)),
+      nodes_(prometheus::BuildGauge()
+                 .Name("gapless_cluster_nodes")
+                 .Help("Nodes in the model, by state (ready, fenced).")
+                 .Register(*registry_)) {}
+
+void Metrics::observe_request(const std::string& verb, bool ok, double seconds) {
+  requests_.Add({{"verb", verb}, {"outcome", ok ? "ok" : "error"}}).Increment();
+  latency_.Add({{"verb", verb}}, kLatencyBuckets).Observe(seconds);
+}
+
+void Metrics::count_rejection(const std::string& reason_label) {
+  rejections_.Add({{"reason", reason_label}}).Increment();
+}
+
+void Metrics::count_bind(const std::string& outcome) {
+  binds_.Add({{"outcome", outcome}}).Increment();
+}
+
+void Metrics::count_policy_reload(bool ok) {
+  reloads_.Add({{"outcome", ok ? "ok" : "error"}}).Increment();
+}
+
+void Metrics::update_cluster(const model::Cluster& cluster) {
+  double healthy = 0, unhealthy = 0, whole = 0, shared = 0, mig = 0, vram = 0;
+  double ready = 0, fenced = 0;
+  std::map<std::string, double> mig_free;
+  for (const model::Node* n : cluster.nodes()) {
+    (n->fenced() ? fenced : ready) += 1;
+    for (const model::Gpu& g : n->gpus) {
+      (g.healthy ? healthy : unhealthy) += 1;
+      const model::GpuUsage& u = g.used;
+      if (u.whole) whole += 1;
+      if (u.shared_pods > 0 || u.gpushare_used > 0) shared += 1;
+      if (u.mig_slices_used != 0) mig += 1;
+      vram += static_cast<double>(u.memory_used_mib) * 1024 * 1024;
+      for (std::size_t i = 0; i < g.mig.instances.size(); ++i) {
+        const bool used = i < u.mig_instance_used.size() && u.mig_instance_used[i];
+        mig_free[g.mig.instances[i].profile] += used ? 0 : 1;
+      }
+    }
+    for (const auto& [profile, pool] : n->mig_pool) mig_free[profile] += pool.total - pool.used;
+  }
+  gpus_.Add({{"health", "healthy"}}).Set(healthy);
+  gpus_.Add({{"health", "unhealthy"}}).Set(unhealthy);
+  gpus_in_use_.Add({{"how", "whole"}}).Set(whole);
+  gpus_in_use_.Add({{"how", "shared"}}).Set(shared);
+  gpus_in_use_.Add({{"how", "mig"}}).Set(mig);
+  vram_allocated_.Add({}).Set(vram);
+  nodes_.Add({{"state", "ready"}}).Set(ready);
+  nodes_.Add({{"state", "fenced"}}).Set(fenced);
+  for (const auto& [profile, free] : mig_free) mig_free_.Add({{"profile", profile}}).Set(free);
+}
+
+std::string Metrics::serialize() const {
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+}  // namespace gapless::server

@@ -1,0 +1,87 @@
+// GET /debug/state and /metrics: views of the model.
+#include "gapless/k8s/allocation_record.h"
+#include "gapless/server/extender.h"
+#include "wire.h"
+
+namespace gapless::server {
+
+using nlohmann::json;
+
+namespace {
+
+const char* source_name(model::InventorySource s) {
+  switch (s) {
+    case model::InventorySource::kTopologyAnnotation: return "topology-annotation";
+    case model::InventorySource::kFeatureDiscovery: return "feature-discovery";
+    case model::InventorySource::kGpushare: return "gpushare";
+  }
+  return "unknown";
+}
+
+json gpu_json(const model::Gpu& g) {
+  const model::GpuUsage& u = g.used;
+  json mig = json::array();
+  for (std::size_t i = 0; i < g.mig.instances.size(); ++i) {
+    const bool used = i < u.mig_instance_used.size() && u.mig_instance_used[i];
+    mig.push_back({{"profile", g.mig.instances[i].profile},
+                   {"start", g.mig.instances[i].start},
+                   {"used", used}});
+  }
+  return {{"index", g.index},
+          {"uuid", g.uuid},
+          {"model", g.model},
+          {"memoryMiB", g.memory_mib},
+          {"numa", g.numa},
+          {"healthy", g.healthy},
+          {"migEnabled", g.mig.enabled},
+          {"migInstances", std::move(mig)},
+          {"used",
+           {{"whole", u.whole},
+            {"sharedPods", u.shared_pods},
+            {"memoryMiB", u.memory_used_mib},
+            {"computeMilli", u.compute_used_milli},
+            {"gpushareUnits", u.gpushare_used},
+            {"migSliceMask", u.mig_slices_used},
+            {"migComputeSlices", u.mig_compute_used}}}};
+}
+
+}  // namespace
+
+std::string Extender::debug_state() const {
+  json nodes = json::array();
+  json allocations = json::array();
+  {
+    std::shared_lock lock(model_mu_);
+    for (const model::Node* n : cluster_.nodes()) {
+      json gpus = json::array();
+      for (const model::Gpu& g : n->gpus) gpus.push_back(gpu_json(g));
+      json pool = json::object();
+      for (const auto& [profile, p] : n->mig_pool) {
+        pool[profile] = {{"total", p.total}, {"used", p.used}};
+      }
+      nodes.push_back({{"name", n->name},
+                       {"inventory", source_name(n->source)},
+                       {"fenced", n->fence_reason},
+                       {"gpus", std::move(gpus)},
+                       {"migPool", std::move(pool)}});
+    }
+    for (const model::Allocation* a : cluster_.allocations()) {
+      allocations.push_back({{"pod", a->pod_ns + "/" + a->pod_name},
+                             {"uid", a->pod_uid},
+                             {"record", json::parse(k8s::encode_allocation_record(*a))}});
+    }
+  }
+  return wire::dump(json{{"policy", policy_source()},
+                         {"nodes", std::move(nodes)},
+                         {"allocations", std::move(allocations)}});
+}
+
+std::string Extender::metrics_text() const {
+  {
+    std::shared_lock lock(model_mu_);
+    metrics_.update_cluster(cluster_);
+  }
+  return metrics_.serialize();
+}
+
+}  // namespace gapless::server

@@ -1,0 +1,30 @@
+// JSON helpers for kube-scheduler's extender wire format. Private to the server.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gapless/model/result.h"
+
+namespace gapless::server::wire {
+
+// Go's encoding/json matches keys case-insensitively (exact match preferred). Returns nullptr
+// when the key is absent or null.
+const nlohmann::json* field(const nlohmann::json& obj, std::string_view key);
+
+// Parses a request body into a JSON object, or a message saying what is wrong with it.
+Result<nlohmann::json> parse_object(std::string_view body);
+
+// The candidate node names of ExtenderArgs: NodeNames in nodeCache mode, else Nodes.items[]
+// names. `full_mode` tells which one the request used.
+Result<std::vector<std::string>> node_names(const nlohmann::json& args, bool* full_mode);
+
+// Required string field, e.g. PodUID in ExtenderBindingArgs.
+Result<std::string> string_field(const nlohmann::json& obj, std::string_view key);
+
+// Serializes for the wire; invalid UTF-8 echoed from the input is replaced, never thrown on.
+std::string dump(const nlohmann::json& j);
+
+}  // namespace gapless::server::wire
