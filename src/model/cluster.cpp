@@ -190,6 +190,7 @@ std::vector<const Node*> Cluster::nodes() const {
   std::vector<const Node*> out;
   out.reserve(nodes_.size());
   for (const auto& [name, n] : nodes_) out.push_back(&n);
+  std::sort(out.begin(), out.end(), [](const Node* a, const Node* b) { return a->name < b->name; });
   return out;
 }
 

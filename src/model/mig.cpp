@@ -70,6 +70,9 @@ std::string upper(std::string_view s) {
 MigFamily mig_family_of(std::string_view product) {
   const std::string p = upper(product);
   auto has = [&](std::string_view w) { return p.find(w) != std::string::npos; };
+  // GH200 contains "H200" but is an H100 (96GB) superchip; test it first. The 144GB HBM3e GH200
+  // has profile names (7g.144gb, ...) that are not in the table: no family rather than wrong names.
+  if (has("GH200")) return has("144GB") ? MigFamily::kNone : MigFamily::kH100_96GB;
   if (has("H200")) return MigFamily::kH200;
   if (has("H100")) {
     if (has("96GB") || has("GH200")) return MigFamily::kH100_96GB;

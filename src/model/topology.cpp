@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 
 namespace gapless::model {
 namespace {
@@ -28,6 +29,11 @@ int Link::weight() const {
   return 10 * (4 - static_cast<int>(path));
 }
 
+LinkGraph::LinkGraph(int gpu_count)
+    : g_(gpu_count),
+      nvlink_masks_(gpu_count, 0),
+      weights_(static_cast<std::size_t>(gpu_count) * gpu_count, 0) {}
+
 void LinkGraph::set(int a, int b, const Link& link) {
   auto [e, exists] = boost::edge(a, b, g_);
   if (exists) {
@@ -35,6 +41,10 @@ void LinkGraph::set(int a, int b, const Link& link) {
   } else {
     boost::add_edge(a, b, link, g_);
   }
+  const std::uint64_t bit_a = std::uint64_t{1} << a, bit_b = std::uint64_t{1} << b;
+  nvlink_masks_[a] = link.is_nvlink() ? (nvlink_masks_[a] | bit_b) : (nvlink_masks_[a] & ~bit_b);
+  nvlink_masks_[b] = link.is_nvlink() ? (nvlink_masks_[b] | bit_a) : (nvlink_masks_[b] & ~bit_a);
+  weights_[a * size() + b] = weights_[b * size() + a] = static_cast<std::uint8_t>(link.weight());
 }
 
 Link LinkGraph::get(int a, int b) const {
@@ -42,12 +52,6 @@ Link LinkGraph::get(int a, int b) const {
   return exists ? g_[e] : Link{};
 }
 
-int LinkGraph::nvlink_degree(int a) const {
-  int n = 0;
-  for (auto [it, end] = boost::out_edges(a, g_); it != end; ++it) {
-    if (g_[*it].is_nvlink()) ++n;
-  }
-  return n;
-}
+int LinkGraph::nvlink_degree(int a) const { return std::popcount(nvlink_masks_[a]); }
 
 }  // namespace gapless::model

@@ -16,6 +16,44 @@ double gpu_level_score(const Profile& profile, const model::Node& node, const mo
   return weights > 0 ? sum / weights : 0.0;
 }
 
+namespace {
+
+// Candidate GPUs that can take the request now, with their GPU-level scores.
+void candidates_of(const model::Node& node, const model::GpuRequest& req, const Profile& profile,
+                   std::vector<int>& candidates, std::vector<double>& scores) {
+  candidates.clear();
+  scores.clear();
+  for (const model::Gpu& g : node.gpus) {
+    if (!can_serve_now(g, req)) continue;
+    candidates.push_back(g.index);
+    scores.push_back(gpu_level_score(profile, node, g, req));
+  }
+}
+
+}  // namespace
+
+bool score_pick(const model::Node& node, const model::GpuRequest& req, const Profile& profile,
+                double* gpu_score, double* connectivity) {
+  if (node.fenced()) return false;
+  if (req.kind == model::RequestKind::kMig) {
+    auto mig = choose_mig(node, req, profile);
+    if (!mig) return false;
+    *gpu_score = mig->gpu_score;
+    *connectivity = 1.0;
+    return true;
+  }
+  if (req.kind == model::RequestKind::kNone) return false;
+  // Reused per thread: scoring thousands of nodes should not allocate for each.
+  thread_local std::vector<int> candidates;
+  thread_local std::vector<double> scores;
+  candidates_of(node, req, profile, candidates, scores);
+  auto set = best_set(node, candidates, scores, req.units(), req.topology, profile);
+  if (!set) return false;
+  *gpu_score = set->gpu_score;
+  *connectivity = set->connectivity;
+  return true;
+}
+
 std::optional<Choice> choose(const model::Node& node, const model::GpuRequest& req,
                              const Profile& profile) {
   if (node.fenced()) return std::nullopt;
@@ -28,11 +66,7 @@ std::optional<Choice> choose(const model::Node& node, const model::GpuRequest& r
 
   std::vector<int> candidates;
   std::vector<double> scores;
-  for (const model::Gpu& g : node.gpus) {
-    if (!can_serve_now(g, req)) continue;
-    candidates.push_back(g.index);
-    scores.push_back(gpu_level_score(profile, node, g, req));
-  }
+  candidates_of(node, req, profile, candidates, scores);
   auto set = best_set(node, candidates, scores, req.units(), req.topology, profile);
   if (!set) return std::nullopt;
 

@@ -18,8 +18,7 @@ bool iequals(std::string_view a, std::string_view b) {
 }
 }  // namespace
 
-bool model_allowed(const Gpu& gpu, const GpuRequest& req) {
-  if (req.models.empty()) return true;
+bool model_in_list(const Gpu& gpu, const GpuRequest& req) {
   return std::any_of(req.models.begin(), req.models.end(),
                      [&](const std::string& m) { return iequals(m, gpu.model); });
 }

@@ -1,36 +1,49 @@
 #include "gapless/placement/engine.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <string_view>
 #include <unordered_set>
 
 #include "gapless/placement/choice.h"
 
 namespace gapless::placement {
 
+// Duplicate names are rare; rather than hashing every name into a set (an allocation per node),
+// passing nodes are deduplicated afterwards and rejections merge in their maps.
 FilterResult filter(const model::Cluster& cluster, const model::GpuRequest& req,
                     const std::vector<std::string>& nodes) {
   FilterResult out;
-  std::unordered_set<std::string> seen;
+  out.passed.reserve(nodes.size());
+  // Reason texts depend only on the request: render each once per call.
+  std::array<std::string, 16> reason_text;
   for (const std::string& name : nodes) {
-    if (!seen.insert(name).second) continue;
     const model::Node* node = cluster.find_node(name);
     if (node == nullptr) {
       if (req.kind == model::RequestKind::kNone) {
         out.passed.push_back(name);
         continue;
       }
-      out.unresolvable[name] = "gapless: node is not in Gapless's inventory";
-      out.labels[name] = "unknown_node";
+      out.unresolvable.emplace(name, "gapless: node is not in Gapless's inventory");
+      out.labels.emplace(name, "unknown_node");
       continue;
     }
-    Fit fit = check_fit(*node, req);
-    if (fit.fits()) {
+    const QuickFit fit = quick_fit(*node, req);
+    if (fit.code == FitCode::kFits) {
       out.passed.push_back(name);
-    } else {
-      auto& bucket = fit.code == FitCode::kUnresolvable ? out.unresolvable : out.failed;
-      bucket[name] = std::move(fit.reason);
-      out.labels[name] = std::move(fit.label);
+      continue;
     }
+    std::string& text = reason_text[static_cast<std::size_t>(fit.why)];
+    if (text.empty()) text = describe(fit.why, req);
+    (fit.code == FitCode::kUnresolvable ? out.unresolvable : out.failed).emplace(name, text);
+    out.labels.emplace(name, label(fit.why));
+  }
+  std::vector<std::string_view> sorted(out.passed.begin(), out.passed.end());
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    std::unordered_set<std::string> seen;
+    std::erase_if(out.passed, [&](const std::string& n) { return !seen.insert(n).second; });
   }
   return out;
 }
@@ -39,17 +52,17 @@ FilterResult filter(const model::Cluster& cluster, const model::GpuRequest& req,
 // multi-GPU requests that care) the connectivity of the pick.
 double score_node(const model::Node& node, const model::GpuRequest& req, const Profile& profile) {
   if (req.kind == model::RequestKind::kNone) return 0.0;
-  const auto choice = choose(node, req, profile);
-  if (!choice) return -1.0;
+  double gpu_score = 0, conn = 1;
+  if (!score_pick(node, req, profile, &gpu_score, &conn)) return -1.0;
   double sum = 0, weights = 0;
   for (const WeightedStrategy& ws : profile.node) {
     sum += ws.weight * ws.strategy->score_node(node, req);
     weights += ws.weight;
   }
-  sum += profile.gpu_weight * choice->gpu_score;
+  sum += profile.gpu_weight * gpu_score;
   weights += profile.gpu_weight;
   if (req.topology != model::TopologyWish::kNone && req.units() >= 2) {
-    sum += profile.topology_weight * choice->connectivity;
+    sum += profile.topology_weight * conn;
     weights += profile.topology_weight;
   }
   return weights > 0 ? sum / weights : 0.0;

@@ -1,5 +1,6 @@
 #include "gapless/placement/fit.h"
 
+#include <bit>
 #include <string>
 
 #include "gapless/placement/demand.h"
@@ -11,25 +12,35 @@ namespace {
 
 using model::RequestKind;
 
-Fit never(std::string reason, std::string label) {
-  return {FitCode::kUnresolvable, "gapless: " + std::move(reason), std::move(label)};
-}
-Fit not_now(std::string reason, std::string label) {
-  return {FitCode::kFullNow, "gapless: " + std::move(reason), std::move(label)};
+QuickFit never(FitReason why) { return {FitCode::kUnresolvable, why}; }
+QuickFit not_now(FitReason why) { return {FitCode::kFullNow, why}; }
+
+QuickFit check_gpus(const model::Node& node, const model::GpuRequest& req) {
+  std::uint64_t able = 0, free = 0;
+  for (const model::Gpu& g : node.gpus) {
+    if (!can_serve(g, req)) continue;
+    able |= std::uint64_t{1} << g.index;
+    if (can_serve_now(g, req)) free |= std::uint64_t{1} << g.index;
+  }
+  const int k = req.units();
+  const bool required = req.topology == model::TopologyWish::kNvlinkRequired && k >= 2;
+  if (std::popcount(able) < k) return never(FitReason::kInsufficientCapacity);
+  if (required && !nvlink_clique_exists(node.links, able, k)) {
+    return never(FitReason::kNoNvlinkSet);
+  }
+  if (std::popcount(free) < k) return not_now(FitReason::kInsufficientFree);
+  if (required && !nvlink_clique_exists(node.links, free, k)) {
+    return not_now(FitReason::kNoFreeNvlinkSet);
+  }
+  return {};
 }
 
-std::string models_text(const model::GpuRequest& req) {
-  std::string out;
-  for (const auto& m : req.models) out += (out.empty() ? "" : ",") + m;
-  return out;
-}
-
-// Does some k-subset of `gpus` satisfy an nvlink-required wish?
-bool nvlink_set_exists(const model::Node& node, const std::vector<int>& gpus, int k) {
-  if (k < 2) return static_cast<int>(gpus.size()) >= k;
-  Profile any;  // weights only steer the objective; any feasible set answers the question
-  std::vector<double> zeros(gpus.size(), 0.0);
-  return best_set(node, gpus, zeros, k, model::TopologyWish::kNvlinkRequired, any).has_value();
+QuickFit check_mig(const model::Node& node, const model::GpuRequest& req) {
+  const int cap = mig_capacity_when_empty(node, req);
+  if (cap == 0) return never(FitReason::kMigProfileAbsent);
+  if (cap < req.mig_count) return never(FitReason::kInsufficientCapacity);
+  if (!choose_mig(node, req, Profile{})) return not_now(FitReason::kInsufficientFreeMig);
+  return {};
 }
 
 std::string what(const model::GpuRequest& req) {
@@ -41,71 +52,75 @@ std::string what(const model::GpuRequest& req) {
              std::to_string(req.shared.compute_milli) + " milli compute";
     case RequestKind::kGpushare:
       return "one GPU with " + std::to_string(req.gpushare_units) + " aliyun.com/gpu-mem units";
-    default: return k + " GPU(s)";
+    case RequestKind::kMig: return k + " MIG " + req.mig_profile + " instance(s)";
+    case RequestKind::kNone: break;
   }
-}
-
-Fit check_gpus(const model::Node& node, const model::GpuRequest& req) {
-  std::vector<int> able, free;
-  for (const model::Gpu& g : node.gpus) {
-    if (!can_serve(g, req)) continue;
-    able.push_back(g.index);
-    if (can_serve_now(g, req)) free.push_back(g.index);
-  }
-  const int k = req.units();
-  const bool required = req.topology == model::TopologyWish::kNvlinkRequired && k >= 2;
-  if (static_cast<int>(able.size()) < k) {
-    return never("node has fewer than " + what(req) + " that could serve this pod",
-                 "insufficient_capacity");
-  }
-  if (required && !nvlink_set_exists(node, able, k)) {
-    return never("node has no " + std::to_string(k) + " GPUs all connected by NVLink",
-                 "no_nvlink_set");
-  }
-  if (static_cast<int>(free.size()) < k) {
-    return not_now("fewer than " + what(req) + " free", "insufficient_free_gpus");
-  }
-  if (required && !nvlink_set_exists(node, free, k)) {
-    return not_now("no " + std::to_string(k) + " free GPUs all connected by NVLink",
-                   "no_free_nvlink_set");
-  }
-  return {};
-}
-
-Fit check_mig(const model::Node& node, const model::GpuRequest& req) {
-  const int cap = mig_capacity_when_empty(node, req);
-  if (cap == 0) {
-    return never("no GPU on the node offers MIG profile " + req.mig_profile, "mig_profile_absent");
-  }
-  if (cap < req.mig_count) {
-    return never("node cannot hold " + std::to_string(req.mig_count) + " MIG " + req.mig_profile +
-                     " instances",
-                 "insufficient_capacity");
-  }
-  if (!choose_mig(node, req, Profile{})) {
-    return not_now("fewer than " + std::to_string(req.mig_count) + " MIG " + req.mig_profile +
-                       " instance(s) free",
-                   "insufficient_free_mig");
-  }
-  return {};
+  return k + " GPU(s)";
 }
 
 }  // namespace
 
-Fit check_fit(const model::Node& node, const model::GpuRequest& req) {
+QuickFit quick_fit(const model::Node& node, const model::GpuRequest& req) {
   if (req.kind == RequestKind::kNone) return {};
-  if (node.gpus.empty() && node.mig_pool.empty()) {
-    return never("node has no GPUs known to Gapless", "no_gpus");
-  }
-  if (node.fenced()) {
-    return not_now("node is fenced until its allocation records can be read", "node_fenced");
-  }
+  if (node.gpus.empty() && node.mig_pool.empty()) return never(FitReason::kNoGpus);
+  if (node.fenced()) return not_now(FitReason::kFenced);
   if (!req.models.empty()) {
     bool any = false;
     for (const model::Gpu& g : node.gpus) any = any || model_allowed(g, req);
-    if (!any) return never("no GPU of the allowed models (" + models_text(req) + ")", "model_mismatch");
+    if (!any) return never(FitReason::kModelMismatch);
   }
   return req.kind == RequestKind::kMig ? check_mig(node, req) : check_gpus(node, req);
+}
+
+std::string describe(FitReason why, const model::GpuRequest& req) {
+  const std::string k = std::to_string(req.units());
+  std::string text;
+  switch (why) {
+    case FitReason::kNone: return "";
+    case FitReason::kNoGpus: text = "node has no GPUs known to Gapless"; break;
+    case FitReason::kFenced: text = "node is fenced until its allocation records can be read"; break;
+    case FitReason::kModelMismatch: {
+      std::string models;
+      for (const auto& m : req.models) models += (models.empty() ? "" : ",") + m;
+      text = "no GPU of the allowed models (" + models + ")";
+      break;
+    }
+    case FitReason::kInsufficientCapacity:
+      text = req.kind == RequestKind::kMig
+                 ? "node cannot hold " + what(req)
+                 : "node has fewer than " + what(req) + " that could serve this pod";
+      break;
+    case FitReason::kNoNvlinkSet: text = "node has no " + k + " GPUs all connected by NVLink"; break;
+    case FitReason::kInsufficientFree: text = "fewer than " + what(req) + " free"; break;
+    case FitReason::kNoFreeNvlinkSet: text = "no " + k + " free GPUs all connected by NVLink"; break;
+    case FitReason::kMigProfileAbsent:
+      text = "no GPU on the node offers MIG profile " + req.mig_profile;
+      break;
+    case FitReason::kInsufficientFreeMig: text = "fewer than " + what(req) + " free"; break;
+  }
+  return "gapless: " + text;
+}
+
+std::string_view label(FitReason why) {
+  switch (why) {
+    case FitReason::kNone: return "";
+    case FitReason::kNoGpus: return "no_gpus";
+    case FitReason::kFenced: return "node_fenced";
+    case FitReason::kModelMismatch: return "model_mismatch";
+    case FitReason::kInsufficientCapacity: return "insufficient_capacity";
+    case FitReason::kNoNvlinkSet: return "no_nvlink_set";
+    case FitReason::kInsufficientFree: return "insufficient_free_gpus";
+    case FitReason::kNoFreeNvlinkSet: return "no_free_nvlink_set";
+    case FitReason::kMigProfileAbsent: return "mig_profile_absent";
+    case FitReason::kInsufficientFreeMig: return "insufficient_free_mig";
+  }
+  return "";
+}
+
+Fit check_fit(const model::Node& node, const model::GpuRequest& req) {
+  const QuickFit q = quick_fit(node, req);
+  if (q.code == FitCode::kFits) return {};
+  return {q.code, describe(q.why, req), std::string(label(q.why))};
 }
 
 }  // namespace gapless::placement

@@ -1,5 +1,6 @@
 // Measures shared by the strategies.
 #include <algorithm>
+#include <bit>
 
 #include "gapless/placement/demand.h"
 #include "strategies.h"
@@ -39,22 +40,17 @@ double gpu_fill_after(const model::Gpu& gpu, const model::GpuRequest& req) {
 }
 
 double busy_peer_fraction(const model::Node& node, const model::Gpu& gpu) {
-  int peers = 0, busy = 0;
-  auto count = [&](auto&& is_peer) {
-    for (const model::Gpu& other : node.gpus) {
-      if (other.index == gpu.index || !is_peer(other)) continue;
-      ++peers;
-      if (!other.used.idle() || !other.healthy) ++busy;
-    }
-  };
-  const int n = node.links.size();
-  if (gpu.index < n && node.links.nvlink_degree(gpu.index) > 0) {
-    count([&](const model::Gpu& o) { return o.index < n && node.links.get(gpu.index, o.index).is_nvlink(); });
-  } else if (gpu.numa >= 0) {
-    count([&](const model::Gpu& o) { return o.numa == gpu.numa; });
+  std::uint64_t busy = 0, numa = 0;
+  for (const model::Gpu& o : node.gpus) {
+    if (!o.used.idle() || !o.healthy) busy |= std::uint64_t{1} << o.index;
+    if (gpu.numa >= 0 && o.numa == gpu.numa) numa |= std::uint64_t{1} << o.index;
   }
-  if (peers == 0) count([](const model::Gpu&) { return true; });
-  return peers == 0 ? 0.0 : static_cast<double>(busy) / peers;
+  const std::uint64_t self = std::uint64_t{1} << gpu.index;
+  std::uint64_t peers = gpu.index < node.links.size() ? node.links.nvlink_mask(gpu.index) : 0;
+  if (peers == 0) peers = numa & ~self;
+  if (peers == 0) peers = (node.gpus.size() >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << node.gpus.size()) - 1) & ~self;
+  const int n = std::popcount(peers);
+  return n == 0 ? 0.0 : static_cast<double>(std::popcount(peers & busy)) / n;
 }
 
 }  // namespace gapless::placement

@@ -1,9 +1,13 @@
 #include "node_search.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 
 namespace gapless::placement {
 namespace {
+
+using Mask = std::uint64_t;
 
 // Exhaustive search is used while the number of k-subsets stays under this bound; 8-GPU nodes
 // (at most 70 subsets) always qualify, 16-GPU boxes for small and large k.
@@ -15,8 +19,10 @@ double choose_count(int n, int k) {
   return c;
 }
 
+// Enumerates k-subsets of the candidates keeping running sums, so each subset costs O(k) and
+// nothing is allocated; only the best one is materialised at the end.
 struct Search {
-  const model::Node& node;
+  const model::LinkGraph& links;
   const std::vector<int>& cand;
   const std::vector<double>& scores;
   int k;
@@ -24,70 +30,99 @@ struct Search {
   bool required;
   double gw, tw;
 
-  std::optional<GpuSet> best;
+  std::array<int, model::LinkGraph::kMaxGpus> pick{};
+  std::array<int, model::LinkGraph::kMaxGpus> best_pick{};
+  int depth = 0;
   double best_obj = -1;
-  std::vector<int> pick;  // positions into cand
+  double best_score = 0, best_conn = 1;
+  bool found = false;
 
-  void consider() {
-    std::vector<int> gpus;
-    double sum = 0;
-    for (int p : pick) {
-      gpus.push_back(cand[p]);
-      sum += scores[p];
-    }
-    const double conn = use_topology ? connectivity(node, gpus) : 1.0;
-    const double mean = sum / k;
+  double pairs() const { return k * (k - 1) / 2.0; }
+
+  void leaf(double score_sum, double link_sum) {
+    const double mean = score_sum / k;
+    const double conn = use_topology && k >= 2 ? link_sum / pairs() / 100.0 : 1.0;
     const double obj = gw * mean + (use_topology ? tw * conn : 0.0);
     if (obj > best_obj + 1e-12) {  // strict: ties keep the earlier (lower-index) set
       best_obj = obj;
-      best = GpuSet{gpus, mean, conn};
+      best_score = mean;
+      best_conn = conn;
+      best_pick = pick;
+      found = true;
     }
   }
 
-  bool joins_nvlink(int p) const {
-    for (int q : pick) {
-      if (!node.links.get(cand[q], cand[p]).is_nvlink()) return false;
-    }
-    return true;
+  double links_to(int p) const {
+    double w = 0;
+    for (int i = 0; i < depth; ++i) w += links.weight(cand[pick[i]], cand[p]);
+    return w;
   }
 
-  void exhaustive(int from) {
-    if (static_cast<int>(pick.size()) == k) return consider();
-    for (int p = from; p < static_cast<int>(cand.size()); ++p) {
-      if (static_cast<int>(cand.size()) - p < k - static_cast<int>(pick.size())) break;
-      if (required && !joins_nvlink(p)) continue;
-      pick.push_back(p);
-      exhaustive(p + 1);
-      pick.pop_back();
+  // `nvlink_ok`: candidate positions NVLink-connected to every GPU picked so far.
+  void exhaustive(int from, double score_sum, double link_sum, Mask nvlink_ok) {
+    if (depth == k) return leaf(score_sum, link_sum);
+    const int n = static_cast<int>(cand.size());
+    for (int p = from; p <= n - (k - depth); ++p) {
+      if (required && !(nvlink_ok & (Mask{1} << p))) continue;
+      const double add = use_topology ? links_to(p) : 0.0;
+      pick[depth++] = p;
+      exhaustive(p + 1, score_sum + scores[p], link_sum + add,
+                 required ? nvlink_ok & position_mask(cand[p]) : nvlink_ok);
+      --depth;
     }
+  }
+
+  // Positions (into cand) of the NVLink neighbours of GPU `gpu`.
+  Mask position_mask(int gpu) const {
+    Mask m = 0;
+    const Mask nv = links.nvlink_mask(gpu);
+    for (std::size_t p = 0; p < cand.size(); ++p) {
+      if (nv & (Mask{1} << cand[p])) m |= Mask{1} << p;
+    }
+    return m;
   }
 
   // Greedy growth from each seed: add the candidate that keeps the objective highest.
   void greedy() {
-    for (int seed = 0; seed < static_cast<int>(cand.size()); ++seed) {
-      pick = {seed};
-      while (static_cast<int>(pick.size()) < k) {
+    const int n = static_cast<int>(cand.size());
+    for (int seed = 0; seed < n; ++seed) {
+      depth = 0;
+      pick[depth++] = seed;
+      Mask taken = Mask{1} << seed;
+      double score_sum = scores[seed], link_sum = 0;
+      while (depth < k) {
         int next = -1;
-        double next_val = -1;
-        for (int p = 0; p < static_cast<int>(cand.size()); ++p) {
-          if (std::find(pick.begin(), pick.end(), p) != pick.end()) continue;
-          if (required && !joins_nvlink(p)) continue;
-          double link = 0;
-          for (int q : pick) link += node.links.get(cand[q], cand[p]).weight() / 100.0;
-          const double val = gw * scores[p] + (use_topology ? tw * link / pick.size() : 0.0);
+        double next_val = -1, next_link = 0;
+        for (int p = 0; p < n; ++p) {
+          if (taken & (Mask{1} << p)) continue;
+          if (required && !all_linked(p)) continue;
+          const double link = links_to(p);
+          const double val = gw * scores[p] + (use_topology ? tw * link / depth / 100.0 : 0.0);
           if (val > next_val + 1e-12) {
             next_val = val;
             next = p;
+            next_link = link;
           }
         }
         if (next < 0) break;
-        pick.push_back(next);
+        pick[depth++] = next;
+        taken |= Mask{1} << next;
+        score_sum += scores[next];
+        link_sum += next_link;
       }
-      if (static_cast<int>(pick.size()) == k) {
-        std::sort(pick.begin(), pick.end());
-        consider();
+      if (depth == k) {
+        std::sort(pick.begin(), pick.begin() + k);
+        leaf(score_sum, link_sum);
       }
     }
+  }
+
+  bool all_linked(int p) const {
+    const Mask nv = links.nvlink_mask(cand[p]);
+    for (int i = 0; i < depth; ++i) {
+      if (!(nv & (Mask{1} << cand[pick[i]]))) return false;
+    }
+    return true;
   }
 };
 
@@ -99,7 +134,7 @@ double connectivity(const model::Node& node, const std::vector<int>& gpus) {
   int pairs = 0;
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     for (std::size_t j = i + 1; j < gpus.size(); ++j) {
-      sum += node.links.get(gpus[i], gpus[j]).weight();
+      sum += node.links.weight(gpus[i], gpus[j]);
       ++pairs;
     }
   }
@@ -109,38 +144,54 @@ double connectivity(const model::Node& node, const std::vector<int>& gpus) {
 bool all_nvlink(const model::Node& node, const std::vector<int>& gpus) {
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     for (std::size_t j = i + 1; j < gpus.size(); ++j) {
-      if (!node.links.get(gpus[i], gpus[j]).is_nvlink()) return false;
+      if (!(node.links.nvlink_mask(gpus[i]) & (Mask{1} << gpus[j]))) return false;
     }
   }
   return true;
+}
+
+// Branch on the lowest candidate: take it (the rest must be its NVLink neighbours) or drop it.
+bool nvlink_clique_exists(const model::LinkGraph& links, std::uint64_t candidates, int k) {
+  if (k <= 0) return true;
+  if (std::popcount(candidates) < k) return false;
+  if (k == 1) return true;
+  const int v = std::countr_zero(candidates);
+  const Mask rest = candidates & ~(Mask{1} << v);
+  return nvlink_clique_exists(links, rest & links.nvlink_mask(v), k - 1) ||
+         nvlink_clique_exists(links, rest, k);
 }
 
 std::optional<GpuSet> best_set(const model::Node& node, const std::vector<int>& candidates,
                                const std::vector<double>& scores, int k,
                                model::TopologyWish wish, const Profile& profile) {
   const int n = static_cast<int>(candidates.size());
-  if (k <= 0 || n < k) return std::nullopt;
+  if (k <= 0 || n < k || n > model::LinkGraph::kMaxGpus) return std::nullopt;
   const bool use_topology = wish != model::TopologyWish::kNone && k >= 2;
   const bool required = wish == model::TopologyWish::kNvlinkRequired && k >= 2;
-  Search s{node, candidates, scores, k, use_topology, required,
-           profile.gpu_weight, profile.topology_weight, std::nullopt, -1, {}};
+  Search s{node.links, candidates, scores, k, use_topology, required, profile.gpu_weight,
+           profile.topology_weight};
   if (!use_topology) {
     // Connectivity does not matter: the k best-scored GPUs (stable: lower index wins ties).
-    std::vector<int> order(n);
+    std::array<int, model::LinkGraph::kMaxGpus> order{};
     for (int i = 0; i < n; ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
+    std::stable_sort(order.begin(), order.begin() + n,
                      [&](int a, int b) { return scores[a] > scores[b] + 1e-12; });
-    s.pick.assign(order.begin(), order.begin() + k);
-    std::sort(s.pick.begin(), s.pick.end());
-    s.consider();
-    return s.best;
-  }
-  if (choose_count(n, k) <= kExhaustiveLimit) {
-    s.exhaustive(0);
+    std::sort(order.begin(), order.begin() + k);
+    double sum = 0;
+    for (int i = 0; i < k; ++i) sum += scores[order[i]];
+    s.pick = order;
+    s.leaf(sum, 0);
+  } else if (choose_count(n, k) <= kExhaustiveLimit) {
+    s.exhaustive(0, 0.0, 0.0, n == 64 ? ~Mask{0} : (Mask{1} << n) - 1);
   } else {
     s.greedy();
   }
-  return s.best;
+  if (!s.found) return std::nullopt;
+  GpuSet out;
+  for (int i = 0; i < k; ++i) out.gpus.push_back(candidates[s.best_pick[i]]);
+  out.gpu_score = s.best_score;
+  out.connectivity = s.best_conn;
+  return out;
 }
 
 }  // namespace gapless::placement

@@ -1,6 +1,7 @@
 // Searching GPU sets inside one node. Private to placement.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct GpuSet {
 double connectivity(const model::Node& node, const std::vector<int>& gpus);
 // Every pair of `gpus` is NVLink-connected.
 bool all_nvlink(const model::Node& node, const std::vector<int>& gpus);
+
+// Is there a k-subset of `candidates` (bit i = GPU i) whose pairs are all NVLink-connected?
+bool nvlink_clique_exists(const model::LinkGraph& links, std::uint64_t candidates, int k);
 
 // Best set of `k` GPUs out of `candidates` (ascending indices) with per-GPU scores `scores`
 // (aligned with candidates). Objective: gpu_weight * mean score + topology_weight * connectivity

@@ -52,7 +52,8 @@ class Cluster {
  private:
   Status apply(const Allocation& a, bool allow_fenced);
 
-  std::map<std::string, Node> nodes_;
+  // Hashed: filter looks up every candidate name of every pod.
+  std::unordered_map<std::string, Node> nodes_;
   std::unordered_map<std::string, Allocation> allocations_;
   // Allocations kept (their GPUs are not freed) but not applied to usage, because the node's
   // inventory changed under them; their node is fenced.

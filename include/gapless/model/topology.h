@@ -4,8 +4,10 @@
 
 #include <boost/graph/adjacency_matrix.hpp>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gapless::model {
 
@@ -29,10 +31,16 @@ struct Link {
 };
 
 // Undirected link graph: vertex i is the GPU with index i. A pair that was never set is PCIe SYS.
+// Placement asks the same questions for thousands of nodes per pod, so the graph also keeps
+// flat caches (NVLink neighbour bitmasks, pair weights), updated by set().
+// Nodes have at most kMaxGpus GPUs.
 class LinkGraph {
  public:
-  LinkGraph() : g_(0) {}
-  explicit LinkGraph(int gpu_count) : g_(gpu_count) {}
+  static constexpr int kMaxGpus = 64;
+
+  LinkGraph() : LinkGraph(0) {}
+  // REQUIRES: 0 <= gpu_count <= kMaxGpus
+  explicit LinkGraph(int gpu_count);
 
   int size() const { return static_cast<int>(boost::num_vertices(g_)); }
   // REQUIRES: 0 <= a, b < size(), a != b. Replaces any earlier link of the pair.
@@ -41,10 +49,16 @@ class LinkGraph {
   Link get(int a, int b) const;
   // Number of NVLink neighbours of a.
   int nvlink_degree(int a) const;
+  // Bit j set: a and j are NVLink-connected (not degraded).
+  std::uint64_t nvlink_mask(int a) const { return nvlink_masks_[a]; }
+  // Link::weight() of the pair, 0..100; 0 for a == b.
+  int weight(int a, int b) const { return weights_[a * size() + b]; }
 
  private:
   using Graph = boost::adjacency_matrix<boost::undirectedS, boost::no_property, Link>;
   Graph g_;
+  std::vector<std::uint64_t> nvlink_masks_;
+  std::vector<std::uint8_t> weights_;  // size() x size()
 };
 
 }  // namespace gapless::model

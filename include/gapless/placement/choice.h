@@ -23,6 +23,11 @@ struct Choice {
 std::optional<Choice> choose(const model::Node& node, const model::GpuRequest& req,
                              const Profile& profile);
 
+// The GPU-level score and connectivity of the best pick, without building its grants (node
+// scoring does this for every candidate node). Returns false when nothing fits now.
+bool score_pick(const model::Node& node, const model::GpuRequest& req, const Profile& profile,
+                double* gpu_score, double* connectivity);
+
 // GPU-level score of one GPU under the profile (weighted mean of its gpu strategies).
 double gpu_level_score(const Profile& profile, const model::Node& node, const model::Gpu& gpu,
                        const model::GpuRequest& req);

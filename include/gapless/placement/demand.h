@@ -7,8 +7,13 @@
 
 namespace gapless::placement {
 
+bool model_in_list(const model::Gpu& gpu, const model::GpuRequest& req);
+
 // The request's model list allows this GPU (empty list: any). Case-insensitive exact match.
-bool model_allowed(const model::Gpu& gpu, const model::GpuRequest& req);
+// Inline: called for every GPU of every candidate node.
+inline bool model_allowed(const model::Gpu& gpu, const model::GpuRequest& req) {
+  return req.models.empty() || model_in_list(gpu, req);
+}
 
 // Could this GPU ever serve the request (ignoring what is in use)?
 bool can_serve(const model::Gpu& gpu, const model::GpuRequest& req);

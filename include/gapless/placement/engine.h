@@ -4,7 +4,7 @@
 // Thread-safety: all functions only read the Cluster; callers hold at least a shared lock.
 #pragma once
 
-#include <map>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -18,10 +18,10 @@
 namespace gapless::placement {
 
 struct FilterResult {
-  std::vector<std::string> passed;                    // in input order
-  std::map<std::string, std::string> failed;          // full now: node -> reason
-  std::map<std::string, std::string> unresolvable;    // never fits: node -> reason
-  std::map<std::string, std::string> labels;          // node -> metric label of its failure
+  std::vector<std::string> passed;                             // in input order
+  std::unordered_map<std::string, std::string> failed;         // full now: node -> reason
+  std::unordered_map<std::string, std::string> unresolvable;   // never fits: node -> reason
+  std::unordered_map<std::string, std::string> labels;         // node -> metric label
 };
 
 // Every input name ends up in exactly one of passed / failed / unresolvable (a name twice in

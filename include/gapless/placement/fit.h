@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "gapless/model/node.h"
 #include "gapless/model/request.h"
@@ -25,6 +26,33 @@ struct Fit {
   bool fits() const { return code == FitCode::kFits; }
 };
 
+// Why a node does not fit. The reason's text depends only on the request, never on the node,
+// so filter renders each reason once per call instead of once per rejected node.
+enum class FitReason {
+  kNone,
+  kNoGpus,
+  kFenced,
+  kModelMismatch,
+  kInsufficientCapacity,
+  kNoNvlinkSet,
+  kInsufficientFree,
+  kNoFreeNvlinkSet,
+  kMigProfileAbsent,
+  kInsufficientFreeMig,
+};
+
+struct QuickFit {
+  FitCode code = FitCode::kFits;
+  FitReason why = FitReason::kNone;
+};
+
+// The feasibility verdict without its text (the filter hot path).
+QuickFit quick_fit(const model::Node& node, const model::GpuRequest& req);
+// The user-facing sentence for a reason, and its metric label.
+std::string describe(FitReason why, const model::GpuRequest& req);
+std::string_view label(FitReason why);
+
+// quick_fit + describe + label.
 Fit check_fit(const model::Node& node, const model::GpuRequest& req);
 
 }  // namespace gapless::placement
