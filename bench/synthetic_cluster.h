@@ -1,0 +1,16 @@
+// Generated clusters for benchmarks: a deterministic mixed fleet of 8-GPU nodes (HGX H100
+// NVSwitch, DGX-1 V100 cube-mesh, A100-80GB with reconfigurable MIG, T4-class PCIe), partly
+// filled by placing random pods through the engine.
+#pragma once
+
+#include <cstdint>
+
+#include "gapless/model/cluster.h"
+
+namespace gapless::bench {
+
+// `nodes` nodes named node-00000...; about `fill` of the whole-GPU capacity is then taken by
+// random 1/2/4-GPU and shared pods placed with the built-in policy. Same seed => same cluster.
+model::Cluster synthetic_cluster(int nodes, double fill, std::uint32_t seed);
+
+}  // namespace gapless::bench
