@@ -1,0 +1,68 @@
+#include "gapless/k8s/json_fields.h"
+
+#include <limits>
+
+#include "gapless/k8s/quantity.h"
+
+namespace gapless::k8s {
+
+using nlohmann::json;
+
+const json* field(const json& obj, std::string_view key) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+const json* field(const json* obj, std::string_view key) {
+  return obj == nullptr ? nullptr : field(*obj, key);
+}
+
+const json* field_path(const json& obj, std::initializer_list<std::string_view> keys) {
+  const json* at = &obj;
+  for (std::string_view key : keys) {
+    at = field(at, key);
+    if (at == nullptr) return nullptr;
+  }
+  return at;
+}
+
+std::string string_field(const json& obj, std::string_view key) {
+  const json* v = field(obj, key);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
+}
+
+std::optional<std::int64_t> as_int64(const json& value) {
+  if (value.is_number_unsigned()) {
+    auto u = value.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      return std::nullopt;
+    }
+    return static_cast<std::int64_t>(u);
+  }
+  if (value.is_number_integer()) return value.get<std::int64_t>();
+  return std::nullopt;
+}
+
+std::map<std::string, std::string> string_map(const json* obj) {
+  std::map<std::string, std::string> out;
+  if (obj == nullptr || !obj->is_object()) return out;
+  for (const auto& [key, value] : obj->items()) {
+    if (value.is_string()) out.emplace(key, value.get<std::string>());
+  }
+  return out;
+}
+
+Result<std::int64_t> quantity_value(const json& value) {
+  if (value.is_string()) return parse_whole_quantity(value.get_ref<const std::string&>());
+  // Reuse the string rules (sign, range) on the integer's decimal form.
+  if (auto n = as_int64(value)) return parse_whole_quantity(std::to_string(*n));
+  return Error{"must be a whole number, got " + json_text(value)};
+}
+
+std::string json_text(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace gapless::k8s
