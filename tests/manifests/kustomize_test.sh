@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# Checks the deployment in manifests/:
+#   - manifests/policy.yaml is byte-for-byte policies/default.yaml (kustomize can only read files
+#     under manifests/, so the policy is a copy that must never drift);
+#   - with a gapless-extender binary as $1: the policy passes --check-policy, and the binary accepts
+#     the arguments the Deployment passes it;
+#   - `kubectl kustomize manifests/` builds and holds the expected objects, and the generated
+#     KubeSchedulerConfiguration has nodeCacheCapable, the bind verb and percentageOfNodesToScore 100;
+#   - with python3 + PyYAML: the objects fit together (ConfigMap names, mounts, lease, probes,
+#     security context, Service selector, RBAC subjects).
+# Usage: tests/manifests/kustomize_test.sh [path/to/gapless-extender]
+# Exit: 0 pass, 1 failure, 77 kubectl missing (ctest SKIP_RETURN_CODE) after the other checks pass.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+bin="${1:-}"
+fail=0
+bad() { echo "FAIL: $*" >&2; fail=1; }
+ok() { echo "ok: $*"; }
+
+# 1. The policy copy.
+if cmp -s "$root/policies/default.yaml" "$root/manifests/policy.yaml"; then
+  ok "manifests/policy.yaml == policies/default.yaml"
+else
+  bad "manifests/policy.yaml differs from policies/default.yaml; run: cp policies/default.yaml manifests/policy.yaml"
+fi
+
+# 2. The policy as the extender reads it.
+if [ -n "$bin" ]; then
+  if out="$("$bin" --check-policy "$root/manifests/policy.yaml" 2>&1)"; then
+    ok "$out"
+  else
+    bad "gapless-extender --check-policy manifests/policy.yaml: $out"
+  fi
+fi
+
+# 3. kustomize.
+if ! command -v kubectl >/dev/null 2>&1; then
+  echo "SKIP: kubectl not found; manifests/ not built" >&2
+  [ "$fail" -eq 0 ] && exit 77 || exit 1
+fi
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+if ! kubectl kustomize "$root/manifests" >"$tmp/out.yaml" 2>"$tmp/err"; then
+  cat "$tmp/err" >&2
+  echo "FAIL: kubectl kustomize manifests/" >&2
+  exit 1
+fi
+ok "kubectl kustomize manifests/ ($(grep -c '^kind: ' "$tmp/out.yaml") objects)"
+
+# Top-level kinds start at column 0 in kustomize's output; nested ones are indented.
+expect_kind() {  # kind, minimum count, maximum count
+  local n
+  n="$(grep -cx "kind: $1" "$tmp/out.yaml" || true)"
+  if [ "$n" -ge "$2" ] && [ "$n" -le "$3" ]; then ok "$n x $1"; else bad "$n x $1, want $2..$3"; fi
+}
+expect_kind Namespace 1 1
+expect_kind ServiceAccount 1 1
+expect_kind ClusterRole 1 9
+expect_kind ClusterRoleBinding 1 9
+expect_kind Role 1 9
+expect_kind RoleBinding 1 9
+expect_kind ConfigMap 2 2
+expect_kind Deployment 1 1
+expect_kind Service 1 1
+
+# The scheduler configuration, as text inside its ConfigMap (indented under data).
+for line in 'kind: KubeSchedulerConfiguration' 'nodeCacheCapable: true' 'bindVerb: bind' \
+            'percentageOfNodesToScore: 100' '- schedulerName: gapless-scheduler'; do
+  if grep -Eq "^ +${line}( |$)" "$tmp/out.yaml"; then ok "scheduler config: $line"; else bad "scheduler config lacks '$line'"; fi
+done
+
+# 4. Structure, when python3 with PyYAML is there.
+if command -v python3 >/dev/null 2>&1 && python3 -c 'import yaml' 2>/dev/null; then
+  python3 - "$tmp/out.yaml" "$root" "$tmp/extender-args" <<'PY' || fail=1
+import sys, yaml
+out, root, args_file = sys.argv[1], sys.argv[2], sys.argv[3]
+docs = [d for d in yaml.safe_load_all(open(out)) if d]
+errors = []
+def check(cond, what):
+    print(("ok: " if cond else "FAIL: ") + what, file=sys.stdout if cond else sys.stderr)
+    if not cond:
+        errors.append(what)
+def objs(kind):
+    return [d for d in docs if d["kind"] == kind]
+def one(kind, name):
+    found = [d for d in objs(kind) if d["metadata"]["name"] == name]
+    check(len(found) == 1, f"{kind} {name} exists")
+    return found[0] if found else {}
+
+NS = "gapless-system"
+for d in docs:
+    if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+        if not (d["kind"] == "RoleBinding" and d["metadata"].get("namespace") == "kube-system"):
+            check(d["metadata"].get("namespace") == NS, f"{d['kind']} {d['metadata']['name']} in {NS}")
+
+cms = {d["metadata"]["name"]: d for d in objs("ConfigMap")}
+sched_cm = [n for n in cms if n.startswith("gapless-scheduler-config")]
+check(len(sched_cm) == 1, "one gapless-scheduler-config ConfigMap")
+check("gapless-policy" in cms, "ConfigMap gapless-policy (no hash suffix: the extender reloads it in place)")
+cfg = yaml.safe_load(cms[sched_cm[0]]["data"]["config.yaml"]) if sched_cm else {}
+policy_text = cms.get("gapless-policy", {}).get("data", {}).get("policy.yaml")
+check(policy_text == open(f"{root}/policies/default.yaml").read(), "gapless-policy holds policies/default.yaml")
+
+check(cfg.get("apiVersion") == "kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration v1")
+check(cfg.get("percentageOfNodesToScore") == 100, "percentageOfNodesToScore: 100")
+check([p.get("schedulerName") for p in cfg.get("profiles", [])] == ["gapless-scheduler"], "profile gapless-scheduler")
+ext = cfg.get("extenders", [])
+check(len(ext) == 1, "one extender")
+e = ext[0] if ext else {}
+check(e.get("urlPrefix") == "http://127.0.0.1:8888", "urlPrefix http://127.0.0.1:8888 (sidecar on loopback)")
+for verb in ("filter", "prioritize", "bind", "preempt"):
+    check(e.get(verb + "Verb") == verb, f"{verb}Verb: {verb}")
+check(e.get("nodeCacheCapable") is True, "nodeCacheCapable: true")
+check(e.get("ignorable") is False, "ignorable: false")
+check(isinstance(e.get("weight"), int) and e["weight"] > 0, "weight > 0")
+managed = {m["name"]: m.get("ignoredByScheduler", False) for m in e.get("managedResources", [])}
+for name, ignored in [("nvidia.com/gpu", False), ("gapless.io/gpu-memory", True),
+                      ("gapless.io/gpu-compute", True), ("gapless.io/gpu-shared-count", True),
+                      ("aliyun.com/gpu-mem", False)]:
+    check(managed.get(name) == ignored, f"managedResources {name} ignoredByScheduler={ignored}")
+check(any(n.startswith("nvidia.com/mig-") for n in managed), "managedResources lists MIG profiles")
+le = cfg.get("leaderElection", {})
+check(le.get("leaderElect") is True and le.get("resourceName") == "gapless-scheduler"
+      and le.get("resourceNamespace") == NS, "leader election lease gapless-system/gapless-scheduler")
+
+# The lease the config names is one the ServiceAccount may update.
+SA = {"kind": "ServiceAccount", "name": "gapless-scheduler", "namespace": NS}
+one("ServiceAccount", "gapless-scheduler")
+def bound_roles(binding_kind):
+    return [b for b in objs(binding_kind) if SA in b.get("subjects", [])]
+lease_ok = False
+for rb in bound_roles("RoleBinding"):
+    if rb["roleRef"]["kind"] != "Role" or rb["metadata"]["namespace"] != le.get("resourceNamespace"):
+        continue
+    for role in objs("Role"):
+        if role["metadata"]["name"] == rb["roleRef"]["name"] and role["metadata"]["namespace"] == rb["metadata"]["namespace"]:
+            for r in role["rules"]:
+                if "leases" in r["resources"] and {"get", "update"} <= set(r["verbs"]) \
+                        and le.get("resourceName") in r.get("resourceNames", [le.get("resourceName")]):
+                    lease_ok = True
+check(lease_ok, "a Role bound to the ServiceAccount allows get/update on the lease")
+crb = {b["roleRef"]["name"] for b in bound_roles("ClusterRoleBinding")}
+for role in ("system:kube-scheduler", "system:volume-scheduler", "gapless-extender"):
+    check(role in crb, f"ServiceAccount bound to ClusterRole {role}")
+for b in objs("ClusterRoleBinding") + objs("RoleBinding"):
+    check(b.get("subjects") == [SA], f"{b['kind']} {b['metadata']['name']} binds only the ServiceAccount")
+rules = one("ClusterRole", "gapless-extender").get("rules", [])
+def allowed(group, res, verb):
+    return any(group in r.get("apiGroups", []) and res in r["resources"] and verb in r["verbs"] for r in rules)
+for group, res, verb in [("", "nodes", "watch"), ("", "pods", "watch"), ("", "nodes", "list"),
+                         ("", "pods", "list"), ("", "pods/binding", "create"), ("", "events", "create"),
+                         ("events.k8s.io", "events", "create")]:
+    check(allowed(group, res, verb), f"gapless-extender may {verb} {group or 'core'}/{res}")
+check(not any("*" in r["verbs"] or "*" in r["resources"] or "secrets" in r["resources"] for r in rules),
+      "gapless-extender has no wildcards and no secrets")
+
+# The Deployment.
+dep = one("Deployment", "gapless-scheduler")
+spec = dep.get("spec", {})
+pod = spec.get("template", {}).get("spec", {})
+check(spec.get("replicas") == 1 and spec.get("strategy", {}).get("type") == "Recreate", "replicas 1, Recreate")
+check(pod.get("serviceAccountName") == "gapless-scheduler", "serviceAccountName gapless-scheduler")
+psc = pod.get("securityContext", {})
+check(psc.get("runAsNonRoot") is True and psc.get("runAsUser") == 65532, "pod runs as non-root 65532")
+check(psc.get("seccompProfile", {}).get("type") == "RuntimeDefault", "seccomp RuntimeDefault")
+volumes = {v["name"]: v for v in pod.get("volumes", [])}
+for v in volumes.values():
+    if "configMap" in v:
+        check(v["configMap"]["name"] in cms, f"volume {v['name']} mounts an existing ConfigMap")
+containers = {c["name"]: c for c in pod.get("containers", [])}
+check(set(containers) == {"kube-scheduler", "gapless-extender"}, "containers kube-scheduler and gapless-extender")
+for c in containers.values():
+    sc = c.get("securityContext", {})
+    check(sc.get("readOnlyRootFilesystem") is True and sc.get("allowPrivilegeEscalation") is False
+          and sc.get("capabilities", {}).get("drop") == ["ALL"], f"{c['name']}: read-only root, no escalation, drop ALL")
+    req = c.get("resources", {}).get("requests", {})
+    check("cpu" in req and "memory" in req, f"{c['name']}: cpu and memory requests")
+    check("memory" in c.get("resources", {}).get("limits", {}), f"{c['name']}: memory limit")
+def mounted_file(c, path):
+    # The ConfigMap key a container sees at `path`, via a directory mount.
+    for m in c.get("volumeMounts", []):
+        if path.startswith(m["mountPath"].rstrip("/") + "/"):
+            v = volumes.get(m["name"], {})
+            cm = cms.get(v.get("configMap", {}).get("name"), {})
+            return cm.get("data", {}).get(path[len(m["mountPath"].rstrip("/")) + 1:])
+    return None
+ks = containers.get("kube-scheduler", {})
+check(ks.get("image", "").startswith("registry.k8s.io/kube-scheduler:v"), "kube-scheduler image from registry.k8s.io")
+ks_args = ks.get("command", []) + ks.get("args", [])
+conf = [a.split("=", 1)[1] for a in ks_args if a.startswith("--config=")]
+check(len(conf) == 1 and mounted_file(ks, conf[0]) == (cms[sched_cm[0]]["data"]["config.yaml"] if sched_cm else 0),
+      "kube-scheduler --config points at the mounted KubeSchedulerConfiguration")
+for kind in ("livenessProbe", "readinessProbe"):
+    g = ks.get(kind, {}).get("httpGet", {})
+    check(g.get("port") == 10259 and g.get("scheme") == "HTTPS" and g.get("path") == "/healthz",
+          f"kube-scheduler {kind} HTTPS 10259 /healthz")
+ge = containers.get("gapless-extender", {})
+ge_args = ge.get("args", [])
+check(not any(a.startswith("--cluster") for a in ge_args), "extender runs in-cluster (no --cluster)")
+pol = [a.split("=", 1)[1] for a in ge_args if a.startswith("--policy=")]
+check(len(pol) == 1 and mounted_file(ge, pol[0]) == policy_text, "extender --policy points at the mounted policy")
+listen = [a.split("=", 1)[1] for a in ge_args if a.startswith("--listen=")]
+check(listen == ["0.0.0.0:8888"], "extender listens on 0.0.0.0:8888 (loopback for kube-scheduler, pod IP for metrics)")
+ports = {p.get("name"): p["containerPort"] for p in ge.get("ports", [])}
+def probe_port(probe):
+    p = probe.get("httpGet", {}).get("port")
+    return ports.get(p) if isinstance(p, str) else p
+check(ge.get("livenessProbe", {}).get("httpGet", {}).get("path") == "/healthz"
+      and probe_port(ge.get("livenessProbe", {})) == 8888, "extender livenessProbe /healthz on 8888")
+check(ge.get("readinessProbe", {}).get("httpGet", {}).get("path") == "/readyz"
+      and probe_port(ge.get("readinessProbe", {})) == 8888, "extender readinessProbe /readyz on 8888")
+with open(args_file, "w") as f:
+    f.write("\n".join(a.replace("/etc/gapless/policy/", f"{root}/manifests/") for a in ge_args) + "\n")
+
+# The metrics Service reaches the extender.
+svc = one("Service", "gapless-extender-metrics")
+labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
+sel = svc.get("spec", {}).get("selector", {})
+check(sel and all(labels.get(k) == v for k, v in sel.items()), "Service selector matches the pod")
+check(all(k not in sel or spec.get("selector", {}).get("matchLabels", {}).get(k) == v for k, v in sel.items()),
+      "Service selects only labels the Deployment selects on")
+sp = svc.get("spec", {}).get("ports", [])
+check(len(sp) == 1 and sp[0].get("name") == "http-metrics" and sp[0].get("port") == 8888
+      and ports.get(sp[0].get("targetPort"), sp[0].get("targetPort")) == 8888, "Service port http-metrics -> 8888")
+check(svc.get("metadata", {}).get("annotations", {}).get("prometheus.io/scrape") == "true", "prometheus scrape annotation")
+
+sys.exit(1 if errors else 0)
+PY
+fi
+
+# 5. The binary accepts the Deployment's arguments (--version returns after parsing them).
+if [ -n "$bin" ] && [ -s "$tmp/extender-args" ]; then
+  mapfile -t args <"$tmp/extender-args"
+  if out="$("$bin" "${args[@]}" --version 2>&1)"; then
+    ok "gapless-extender accepts the Deployment's arguments: ${args[*]}"
+  else
+    bad "gapless-extender rejects the Deployment's arguments ${args[*]}: $out"
+  fi
+fi
+
+if [ "$fail" -ne 0 ]; then
+  echo "manifests: FAILED" >&2
+  exit 1
+fi
+echo "manifests: all checks passed"
