@@ -161,6 +161,26 @@ bool nvlink_clique_exists(const model::LinkGraph& links, std::uint64_t candidate
          nvlink_clique_exists(links, rest, k);
 }
 
+namespace {
+
+// Like nvlink_clique_exists, and the same branching, but returns the clique it finds (the
+// lexicographically first one) in *out.
+bool first_nvlink_clique(const model::LinkGraph& links, Mask candidates, int k, Mask chosen,
+                         Mask* out) {
+  if (k <= 0) {
+    *out = chosen;
+    return true;
+  }
+  if (std::popcount(candidates) < k) return false;
+  const int v = std::countr_zero(candidates);
+  const Mask bit = Mask{1} << v;
+  const Mask rest = candidates & ~bit;
+  return first_nvlink_clique(links, rest & links.nvlink_mask(v), k - 1, chosen | bit, out) ||
+         first_nvlink_clique(links, rest, k, chosen, out);
+}
+
+}  // namespace
+
 std::optional<GpuSet> best_set(const model::Node& node, const std::vector<int>& candidates,
                                const std::vector<double>& scores, int k,
                                model::TopologyWish wish, const Profile& profile) {
@@ -185,6 +205,25 @@ std::optional<GpuSet> best_set(const model::Node& node, const std::vector<int>& 
     s.exhaustive(0, 0.0, 0.0, n == 64 ? ~Mask{0} : (Mask{1} << n) - 1);
   } else {
     s.greedy();
+    if (required && !s.found) {
+      // Greedy growth can commit to a GPU that leaves no way to complete an NVLink set even
+      // though one exists, and check_fit (exact) has already said one does: take the first
+      // NVLink clique among the candidates so a node that passed filter always gets a pick.
+      Mask cand_mask = 0;
+      for (int p = 0; p < n; ++p) cand_mask |= Mask{1} << candidates[p];
+      Mask clique = 0;
+      if (first_nvlink_clique(node.links, cand_mask, k, 0, &clique)) {
+        double score_sum = 0, link_sum = 0;
+        s.depth = 0;
+        for (int p = 0; p < n; ++p) {
+          if (!(clique & (Mask{1} << candidates[p]))) continue;
+          link_sum += s.links_to(p);
+          score_sum += scores[p];
+          s.pick[s.depth++] = p;
+        }
+        s.leaf(score_sum, link_sum);
+      }
+    }
   }
   if (!s.found) return std::nullopt;
   GpuSet out;
