@@ -1,6 +1,6 @@
-#include "gapless/server/binder.h"
+#include "gapless/k8s/binder.h"
 
-namespace gapless::server {
+namespace gapless::k8s {
 
 Status InMemoryBinder::bind(const BindRequest& req) {
   std::lock_guard lock(mu_);
@@ -13,4 +13,4 @@ std::vector<BindRequest> InMemoryBinder::bindings() const {
   return bindings_;
 }
 
-}  // namespace gapless::server
+}  // namespace gapless::k8s

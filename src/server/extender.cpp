@@ -110,7 +110,8 @@ std::string Extender::filter(std::string_view body) {
     std::shared_lock lock(model_mu_);
     r = placement::filter(cluster_, args->pod.request, args->nodes);
   }
-  if (args->pod.request.kind != model::RequestKind::kNone) pending_.remember(args->pod);
+  // Pods without GPUs too: with managedResources empty, kube-scheduler binds them through us.
+  pending_.remember(args->pod);
   for (const auto& [node, label] : r.labels) metrics_.count_rejection(label);
 
   json out;
@@ -157,7 +158,7 @@ std::string Extender::prioritize(std::string_view body) {
     std::shared_lock lock(model_mu_);
     scores = placement::prioritize(cluster_, args->pod.request, *profile, args->nodes);
   }
-  if (args->pod.request.kind != model::RequestKind::kNone) pending_.remember(args->pod);
+  pending_.remember(args->pod);
   json out = json::array();
   for (std::size_t i = 0; i < args->nodes.size(); ++i) {
     out.push_back(json{{"Host", args->nodes[i]}, {"Score", scores[i]}});
@@ -185,6 +186,7 @@ std::string Extender::bind(std::string_view body) {
 
   model::Allocation reserved;
   std::map<std::string, std::string> annotations;
+  bool holds_gpus = false;
   {
     std::unique_lock lock(model_mu_);
     if (const model::Allocation* held = cluster_.allocation(*uid)) {
@@ -203,30 +205,38 @@ std::string Extender::bind(std::string_view body) {
     if (pod->info.name != *name || pod->info.ns != *ns) {
       return fail("PodUID " + *uid + " belongs to " + pod_key(pod->info) + ", not " + who);
     }
-    std::string policy_error;
-    const placement::Profile* profile =
-        placement::select_profile(*current_policy(), pod->info, &policy_error);
-    if (profile == nullptr) return fail(policy_error);
-    // Re-check against the model as it is now: binds run after later pods' filters.
-    auto placed = placement::place(cluster_, pod->request, *profile, pod->info, *node);
-    if (!placed) return fail("cannot bind " + who + " to " + *node + ": " + placed.error());
-    if (Status s = cluster_.commit(*placed); !s) {
-      return fail("cannot bind " + who + " to " + *node + ": " + s.error());
-    }
-    reserved = std::move(*placed);
-    annotations[std::string(k8s::kAllocationAnnotation)] = k8s::encode_allocation_record(reserved);
-    const auto now = std::chrono::system_clock::now().time_since_epoch();
-    for (auto& [k, v] : k8s::gpushare_annotations(
-             reserved, *cluster_.find_node(*node),
-             std::chrono::duration_cast<std::chrono::nanoseconds>(now).count())) {
-      annotations[k] = v;
+    // A pod without GPUs (kube-scheduler sends every pod when managedResources is empty) binds
+    // with no record and leaves the model alone.
+    holds_gpus = pod->request.kind != model::RequestKind::kNone;
+    if (holds_gpus) {
+      std::string policy_error;
+      const placement::Profile* profile =
+          placement::select_profile(*current_policy(), pod->info, &policy_error);
+      if (profile == nullptr) return fail(policy_error);
+      // Re-check against the model as it is now: binds run after later pods' filters.
+      auto placed = placement::place(cluster_, pod->request, *profile, pod->info, *node);
+      if (!placed) return fail("cannot bind " + who + " to " + *node + ": " + placed.error());
+      if (Status s = cluster_.commit(*placed); !s) {
+        return fail("cannot bind " + who + " to " + *node + ": " + s.error());
+      }
+      reserved = std::move(*placed);
+      annotations[std::string(k8s::kAllocationAnnotation)] =
+          k8s::encode_allocation_record(reserved);
+      const auto now = std::chrono::system_clock::now().time_since_epoch();
+      for (auto& [k, v] : k8s::gpushare_annotations(
+               reserved, *cluster_.find_node(*node),
+               std::chrono::duration_cast<std::chrono::nanoseconds>(now).count())) {
+        annotations[k] = v;
+      }
     }
   }
   // The reservation holds the GPUs while the binder works, without blocking filters.
   Status s = binder_.bind(BindRequest{*ns, *name, *uid, *node, std::move(annotations)});
   if (!s) {
-    std::unique_lock lock(model_mu_);
-    cluster_.release(*uid);
+    if (holds_gpus) {
+      std::unique_lock lock(model_mu_);
+      cluster_.release(*uid);
+    }
     return fail("binding " + who + " to " + *node + ": " + s.error());
   }
   pending_.forget(*uid);

@@ -1,9 +1,12 @@
 #include "gapless/server/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <array>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace gapless::server {
 
@@ -117,15 +120,35 @@ void HttpServer::install_routes() {
 }
 
 Result<int> HttpServer::bind(const std::string& host, int port) {
+  // httplib's default options set SO_REUSEPORT, which lets a second extender bind the same port
+  // and silently take half the calls with its own model; SO_REUSEADDR only allows restarts.
+  // httplib also listens with a backlog of 5: a burst of new connections overflows it and the
+  // kernel resets some of them. So note the listening socket and raise its backlog once bound.
+  auto listening = std::make_shared<socket_t>(INVALID_SOCKET);
+  server_->set_socket_options([listening](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    *listening = sock;
+  });
   const int bound = port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
   if (bound < 0) return Error{"cannot listen on " + host + ":" + std::to_string(port)};
+  if (*listening != INVALID_SOCKET) ::listen(*listening, SOMAXCONN);  // only updates the backlog
   return bound;
 }
 
-void HttpServer::serve() { server_->listen_after_bind(); }
+void HttpServer::serve() {
+  serve_entered_ = true;
+  if (!stop_requested_) server_->listen_after_bind();
+  serve_returned_ = true;
+}
 
 void HttpServer::stop() {
-  if (server_) server_->stop();
+  stop_requested_ = true;
+  if (!server_) return;
+  // serve() may have passed its check without httplib's accept loop running yet, and
+  // httplib::Server::stop() does nothing until it does: wait for one or the other.
+  while (serve_entered_ && !serve_returned_ && !server_->is_running()) std::this_thread::yield();
+  server_->stop();
 }
 
 }  // namespace gapless::server

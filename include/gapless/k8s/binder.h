@@ -1,4 +1,4 @@
-// Binder: how a bind decision leaves the extender. The Kubernetes binder POSTs the Binding with
+// Binder: how a bind decision leaves the extender. The Kubernetes binder (kube_binder.h) POSTs the Binding with
 // the allocation record; the in-memory binder (used with --cluster) just remembers it, so demos
 // and tests run end to end without an API server.
 #pragma once
@@ -10,7 +10,7 @@
 
 #include "gapless/model/result.h"
 
-namespace gapless::server {
+namespace gapless::k8s {
 
 struct BindRequest {
   std::string ns;
@@ -38,4 +38,4 @@ class InMemoryBinder final : public Binder {
   std::vector<BindRequest> bindings_;
 };
 
-}  // namespace gapless::server
+}  // namespace gapless::k8s

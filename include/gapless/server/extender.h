@@ -20,11 +20,15 @@
 
 #include "gapless/model/cluster.h"
 #include "gapless/placement/profile.h"
-#include "gapless/server/binder.h"
+#include "gapless/k8s/binder.h"
 #include "gapless/server/metrics.h"
 #include "gapless/server/pending_pods.h"
 
 namespace gapless::server {
+
+using k8s::Binder;
+using k8s::BindRequest;
+using k8s::InMemoryBinder;
 
 class Extender {
  public:

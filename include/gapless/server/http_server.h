@@ -6,6 +6,7 @@
 // including bodies over the size limit, travel in the "Error" field. Other routes use 4xx.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -38,9 +39,10 @@ class HttpServer {
 
   // Binds host:port; port 0 picks a free port. Returns the bound port.
   Result<int> bind(const std::string& host, int port);
-  // Serves until stop() is called. REQUIRES: bind() succeeded.
+  // Serves until stop() is called; returns at once if stop() came first. REQUIRES: bind()
+  // succeeded.
   void serve();
-  // Safe from any thread.
+  // Safe from any thread, also before serve() starts or after it returned.
   void stop();
 
  private:
@@ -49,6 +51,10 @@ class HttpServer {
   Extender& extender_;
   HttpOptions options_;
   std::unique_ptr<httplib::Server> server_;
+  // httplib ignores stop() until its accept loop runs; these make an early stop() stick.
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> serve_entered_{false};
+  std::atomic<bool> serve_returned_{false};
 };
 
 }  // namespace gapless::server
