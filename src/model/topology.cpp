@@ -21,18 +21,23 @@ bool parse_pcie_path(std::string_view word, PciePath* out) {
 
 std::string_view to_string(PciePath path) { return kPathWords[static_cast<std::size_t>(path)]; }
 
-// 0..100. PCIe paths step by 10 from SYS (0) to PIX (40); NVLink starts at 60 so any NVLink beats
-// any PCIe path, and grows with the lane count up to 12 lanes (NVSwitch H100 reports 18: capped).
 int Link::weight() const {
-  if (is_nvlink()) return 60 + 40 * std::min(nvlink_count, 12) / 12;
-  if (kind == Kind::kNVLink) return 0;  // degraded NVLink: treated as the slowest PCIe path
-  return 10 * (4 - static_cast<int>(path));
+  if (is_nvlink()) return 100 * std::min(nvlink_count, kMaxWeight / 100);
+  if (kind == Kind::kNVLink) return 10;  // degraded or empty NVLink: the slowest PCIe path
+  return 10 * (5 - static_cast<int>(path));
 }
 
 LinkGraph::LinkGraph(int gpu_count)
     : g_(gpu_count),
       nvlink_masks_(gpu_count, 0),
-      weights_(static_cast<std::size_t>(gpu_count) * gpu_count, 0) {}
+      weights_(static_cast<std::size_t>(gpu_count) * gpu_count, 0) {
+  // Pairs never set are PCIe SYS.
+  for (int a = 0; a < gpu_count; ++a) {
+    for (int b = 0; b < gpu_count; ++b) {
+      if (a != b) weights_[a * gpu_count + b] = static_cast<std::uint16_t>(Link{}.weight());
+    }
+  }
+}
 
 void LinkGraph::set(int a, int b, const Link& link) {
   auto [e, exists] = boost::edge(a, b, g_);
@@ -44,7 +49,7 @@ void LinkGraph::set(int a, int b, const Link& link) {
   const std::uint64_t bit_a = std::uint64_t{1} << a, bit_b = std::uint64_t{1} << b;
   nvlink_masks_[a] = link.is_nvlink() ? (nvlink_masks_[a] | bit_b) : (nvlink_masks_[a] & ~bit_b);
   nvlink_masks_[b] = link.is_nvlink() ? (nvlink_masks_[b] | bit_a) : (nvlink_masks_[b] & ~bit_a);
-  weights_[a * size() + b] = weights_[b * size() + a] = static_cast<std::uint8_t>(link.weight());
+  weights_[a * size() + b] = weights_[b * size() + a] = static_cast<std::uint16_t>(link.weight());
 }
 
 Link LinkGraph::get(int a, int b) const {

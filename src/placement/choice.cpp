@@ -67,7 +67,9 @@ std::optional<Choice> choose(const model::Node& node, const model::GpuRequest& r
   std::vector<int> candidates;
   std::vector<double> scores;
   candidates_of(node, req, profile, candidates, scores);
-  auto set = best_set(node, candidates, scores, req.units(), req.topology, profile);
+  // The pick that is kept: among equally good sets, break the fewest NVLink islands.
+  auto set = best_set(node, candidates, scores, req.units(), req.topology, profile,
+                      /*break_ties=*/true);
   if (!set) return std::nullopt;
 
   Choice c;

@@ -28,28 +28,50 @@ struct Search {
   int k;
   bool use_topology;
   bool required;
-  double gw, tw;
+  bool break_ties = false;
+  Mask all = 0;  // every candidate GPU (bit = GPU index)
 
   std::array<int, model::LinkGraph::kMaxGpus> pick{};
   std::array<int, model::LinkGraph::kMaxGpus> best_pick{};
   int depth = 0;
-  double best_obj = -1;
+  double best_links = 0;
   double best_score = 0, best_conn = 1;
+  int best_left = -1;  // clique left free by the best set (only with break_ties)
   bool found = false;
 
   double pairs() const { return k * (k - 1) / 2.0; }
 
+  // Sets are ranked lexicographically: summed link weight (when connectivity matters), then the
+  // GPU-level strategies' mean score, then (break_ties) the NVLink clique left free. Link weight
+  // first means a multi-GPU pod never gets a worse-connected set than NVIDIA's besteffort policy
+  // would give it, whatever the packing preference; packing decides among equally wired sets.
   void leaf(double score_sum, double link_sum) {
     const double mean = score_sum / k;
-    const double conn = use_topology && k >= 2 ? link_sum / pairs() / 100.0 : 1.0;
-    const double obj = gw * mean + (use_topology ? tw * conn : 0.0);
-    if (obj > best_obj + 1e-12) {  // strict: ties keep the earlier (lower-index) set
-      best_obj = obj;
-      best_score = mean;
-      best_conn = conn;
-      best_pick = pick;
-      found = true;
+    const double links_key = use_topology ? link_sum : 0.0;
+    int left = -1;
+    if (found) {
+      if (links_key < best_links - 1e-9) return;
+      if (links_key < best_links + 1e-9) {
+        if (mean < best_score - 1e-12) return;
+        if (mean < best_score + 1e-12) {
+          if (!break_ties) return;  // full tie: keep the earlier (lower-index) set
+          left = clique_left();
+          if (left <= best_left) return;
+        }
+      }
     }
+    best_links = links_key;
+    best_score = mean;
+    best_conn = use_topology && k >= 2 ? std::min(1.0, link_sum / pairs() / model::Link::kMaxWeight) : 1.0;
+    best_pick = pick;
+    best_left = break_ties ? (left >= 0 ? left : clique_left()) : -1;
+    found = true;
+  }
+
+  int clique_left() const {
+    Mask taken = 0;
+    for (int i = 0; i < k; ++i) taken |= Mask{1} << cand[pick[i]];
+    return max_nvlink_clique(links, all & ~taken);
   }
 
   double links_to(int p) const {
@@ -92,16 +114,16 @@ struct Search {
       double score_sum = scores[seed], link_sum = 0;
       while (depth < k) {
         int next = -1;
-        double next_val = -1, next_link = 0;
+        double next_link = -1, next_score = -1;
         for (int p = 0; p < n; ++p) {
           if (taken & (Mask{1} << p)) continue;
           if (required && !all_linked(p)) continue;
-          const double link = links_to(p);
-          const double val = gw * scores[p] + (use_topology ? tw * link / depth / 100.0 : 0.0);
-          if (val > next_val + 1e-12) {
-            next_val = val;
+          const double link = use_topology ? links_to(p) : 0.0;
+          if (link > next_link + 1e-9 ||
+              (link > next_link - 1e-9 && scores[p] > next_score + 1e-12)) {
             next = p;
             next_link = link;
+            next_score = scores[p];
           }
         }
         if (next < 0) break;
@@ -138,7 +160,7 @@ double connectivity(const model::Node& node, const std::vector<int>& gpus) {
       ++pairs;
     }
   }
-  return sum / pairs / 100.0;
+  return std::min(1.0, sum / pairs / model::Link::kMaxWeight);
 }
 
 bool all_nvlink(const model::Node& node, const std::vector<int>& gpus) {
@@ -148,6 +170,28 @@ bool all_nvlink(const model::Node& node, const std::vector<int>& gpus) {
     }
   }
   return true;
+}
+
+namespace {
+// Branch and bound: take the lowest candidate (the rest must be its NVLink neighbours) or drop
+// it; stop when even taking every remaining candidate cannot beat the best found.
+void grow_clique(const model::LinkGraph& links, Mask cand, int size, int& best) {
+  if (cand == 0) {
+    best = std::max(best, size);
+    return;
+  }
+  if (size + std::popcount(cand) <= best) return;
+  const int v = std::countr_zero(cand);
+  const Mask rest = cand & ~(Mask{1} << v);
+  grow_clique(links, rest & links.nvlink_mask(v), size + 1, best);
+  grow_clique(links, rest, size, best);
+}
+}  // namespace
+
+int max_nvlink_clique(const model::LinkGraph& links, std::uint64_t candidates) {
+  int best = 0;
+  grow_clique(links, candidates, 0, best);
+  return best;
 }
 
 // Branch on the lowest candidate: take it (the rest must be its NVLink neighbours) or drop it.
@@ -183,14 +227,24 @@ bool first_nvlink_clique(const model::LinkGraph& links, Mask candidates, int k, 
 
 std::optional<GpuSet> best_set(const model::Node& node, const std::vector<int>& candidates,
                                const std::vector<double>& scores, int k,
-                               model::TopologyWish wish, const Profile& profile) {
+                               model::TopologyWish wish, const Profile& profile, bool break_ties) {
   const int n = static_cast<int>(candidates.size());
   if (k <= 0 || n < k || n > model::LinkGraph::kMaxGpus) return std::nullopt;
   const bool use_topology = wish != model::TopologyWish::kNone && k >= 2;
   const bool required = wish == model::TopologyWish::kNvlinkRequired && k >= 2;
-  Search s{node.links, candidates, scores, k, use_topology, required, profile.gpu_weight,
-           profile.topology_weight};
-  if (!use_topology) {
+  (void)profile;  // weights matter for node scores, not for ranking sets (see Search::leaf)
+  Search s{node.links, candidates, scores, k, use_topology, required};
+  for (int c : candidates) s.all |= Mask{1} << c;
+  const int clique_before = max_nvlink_clique(node.links, s.all);
+  s.break_ties = break_ties && clique_before >= 2;
+  if (!use_topology && k == 1 && s.break_ties) {
+    // One GPU: every candidate is a set of its own, so ties can be broken by what is left.
+    for (int p = 0; p < n; ++p) {
+      s.pick[0] = p;
+      s.depth = 1;
+      s.leaf(scores[p], 0);
+    }
+  } else if (!use_topology) {
     // Connectivity does not matter: the k best-scored GPUs (stable: lower index wins ties).
     std::array<int, model::LinkGraph::kMaxGpus> order{};
     for (int i = 0; i < n; ++i) order[i] = i;
@@ -227,9 +281,17 @@ std::optional<GpuSet> best_set(const model::Node& node, const std::vector<int>& 
   }
   if (!s.found) return std::nullopt;
   GpuSet out;
-  for (int i = 0; i < k; ++i) out.gpus.push_back(candidates[s.best_pick[i]]);
+  Mask taken = 0;
+  for (int i = 0; i < k; ++i) {
+    out.gpus.push_back(candidates[s.best_pick[i]]);
+    taken |= Mask{1} << candidates[s.best_pick[i]];
+  }
   out.gpu_score = s.best_score;
   out.connectivity = s.best_conn;
+  if (clique_before >= 2) {
+    const int after = max_nvlink_clique(node.links, s.all & ~taken);
+    out.island_kept = 1.0 - static_cast<double>(clique_before - after) / k;
+  }
   return out;
 }
 

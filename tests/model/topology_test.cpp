@@ -69,8 +69,20 @@ TEST_CASE("link weights: any NVLink > PIX > PXB > PHB > NODE > SYS", "[model][to
   CHECK(nvlink(4).weight() > nvlink(1).weight());
   for (const Link& l : order) {
     CHECK(l.weight() >= 0);
-    CHECK(l.weight() <= 100);
+    CHECK(l.weight() <= Link::kMaxWeight);
   }
+}
+
+TEST_CASE("link weights are go-gpuallocator's pair scores", "[model][topology]") {
+  CHECK(nvlink(1).weight() == 100);
+  CHECK(nvlink(2).weight() == 200);
+  CHECK(nvlink(12).weight() == 1200);
+  CHECK(nvlink(18).weight() == 1200);  // capped
+  CHECK(pcie(PciePath::kPIX).weight() == 50);
+  CHECK(pcie(PciePath::kPXB).weight() == 40);
+  CHECK(pcie(PciePath::kPHB).weight() == 30);
+  CHECK(pcie(PciePath::kNODE).weight() == 20);
+  CHECK(pcie(PciePath::kSYS).weight() == 10);
 }
 
 TEST_CASE("degraded or empty NVLink counts as the worst link", "[model][topology]") {

@@ -26,8 +26,11 @@ struct Link {
   bool degraded = false;            // a degraded NVLink counts as PCIe
 
   bool is_nvlink() const { return kind == Kind::kNVLink && !degraded && nvlink_count > 0; }
-  // Relative bandwidth weight used to compare GPU sets: any NVLink beats any PCIe path.
+  // Pair weight on go-gpuallocator's scale, so GPU sets compare the way NVIDIA's device plugin
+  // scores them: 100 per NVLink lane (capped at kMaxWeight), PCIe PIX 50, PXB 40, PHB 30,
+  // NODE 20, SYS 10. A degraded NVLink counts as SYS.
   int weight() const;
+  static constexpr int kMaxWeight = 1200;  // 12 lanes: A100 NVSwitch; H100's 18 lanes cap here
 };
 
 // Undirected link graph: vertex i is the GPU with index i. A pair that was never set is PCIe SYS.
@@ -51,14 +54,14 @@ class LinkGraph {
   int nvlink_degree(int a) const;
   // Bit j set: a and j are NVLink-connected (not degraded).
   std::uint64_t nvlink_mask(int a) const { return nvlink_masks_[a]; }
-  // Link::weight() of the pair, 0..100; 0 for a == b.
+  // Link::weight() of the pair; 0 for a == b.
   int weight(int a, int b) const { return weights_[a * size() + b]; }
 
  private:
   using Graph = boost::adjacency_matrix<boost::undirectedS, boost::no_property, Link>;
   Graph g_;
   std::vector<std::uint64_t> nvlink_masks_;
-  std::vector<std::uint8_t> weights_;  // size() x size()
+  std::vector<std::uint16_t> weights_;  // size() x size()
 };
 
 }  // namespace gapless::model

@@ -15,7 +15,7 @@ struct Choice {
   std::vector<model::GpuGrant> gpus;
   std::vector<model::MigGrant> mig;
   double gpu_score = 0.0;     // GPU-level strategies' mean score of the picked GPUs, 0..1
-  double connectivity = 1.0;  // mean link weight inside the picked set / 100 (1 for one GPU)
+  double connectivity = 1.0;  // mean pair link weight / Link::kMaxWeight, capped at 1 (1 for one GPU)
 };
 
 // The best pick under the profile's GPU-level strategies and topology weight, or nullopt when
