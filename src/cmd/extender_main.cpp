@@ -1,11 +1,15 @@
 // gapless-extender: the scheduler-extender webhook.
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <cstdlib>
+#include <memory>
 #include <cstdio>
 #include <optional>
 #include <thread>
 
 #include "demo_cluster.h"
+#include "gapless/k8s/api_client.h"
+#include "kube_source.h"
 #include "gapless/k8s/cluster_file.h"
 #include "gapless/policy/loader.h"
 #include "gapless/server/http_server.h"
@@ -41,6 +45,8 @@ int main(int argc, char** argv) {
   std::string policy_file;
   std::string cluster_file;
   std::string check_policy;
+  std::string kubeconfig;
+  std::string context;
   std::size_t max_body = 16 * 1024 * 1024;
   bool version = false;
   app.add_option("--listen", listen, "HOST:PORT to serve on")->capture_default_str();
@@ -48,6 +54,10 @@ int main(int argc, char** argv) {
   app.add_option("--policy", policy_file, "policy YAML (default: built-in bundle policy)");
   app.add_option("--cluster", cluster_file,
                  "static inventory: NodeList (+ PodList) JSON/YAML (default: built-in demo cluster)");
+  app.add_option("--kubeconfig", kubeconfig,
+                 "watch a cluster through this kubeconfig (default: in-cluster config when "
+                 "KUBERNETES_SERVICE_HOST is set and --cluster is not given)");
+  app.add_option("--context", context, "kubeconfig context (default: current-context)");
   app.add_option("--check-policy", check_policy, "validate a policy file and exit");
   app.add_option("--max-body-bytes", max_body, "largest request body accepted")->capture_default_str();
   app.add_flag("--version", version, "print the version and exit");
@@ -77,14 +87,38 @@ int main(int argc, char** argv) {
     }
     policy = std::move(*p);
   }
-  auto loaded = cluster_file.empty()
-                    ? k8s::parse_cluster_file(gapless_demo_cluster(), "built-in demo cluster")
-                    : k8s::load_cluster_file(cluster_file);
-  if (!loaded) {
-    server::log_error("refusing to start: " + loaded.error());
+  // Where the model comes from: a static file, the built-in demo, or a live cluster.
+  const bool in_cluster = std::getenv("KUBERNETES_SERVICE_HOST") != nullptr;
+  const bool kube_mode = cluster_file.empty() && (!kubeconfig.empty() || in_cluster);
+  if (!kubeconfig.empty() && !cluster_file.empty()) {
+    server::log_error("--cluster and --kubeconfig exclude each other");
     return 1;
   }
-  for (const std::string& w : loaded->warnings) server::log_warn(w);
+  std::unique_ptr<KubeSource> kube;
+  model::Cluster cluster;
+  std::string source;
+  if (kube_mode) {
+    auto config = kubeconfig.empty() ? k8s::in_cluster_config()
+                                     : k8s::kubeconfig_config(kubeconfig, context);
+    if (!config) {
+      server::log_error("refusing to start: " + config.error());
+      return 1;
+    }
+    source = "the Kubernetes API at " + config->server;
+    kube = std::make_unique<KubeSource>(std::move(*config));
+  } else {
+    auto loaded = cluster_file.empty()
+                      ? k8s::parse_cluster_file(gapless_demo_cluster(), "built-in demo cluster")
+                      : k8s::load_cluster_file(cluster_file);
+    if (!loaded) {
+      server::log_error("refusing to start: " + loaded.error());
+      return 1;
+    }
+    for (const std::string& w : loaded->warnings) server::log_warn(w);
+    source = std::to_string(loaded->cluster.node_count()) + " nodes from " +
+             (cluster_file.empty() ? std::string("the built-in demo cluster") : cluster_file);
+    cluster = std::move(loaded->cluster);
+  }
   std::string host;
   int port = 0;
   if (!split_listen(listen, &host, &port)) {
@@ -92,6 +126,8 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // A peer closing a connection mid-write must not kill the process.
+  std::signal(SIGPIPE, SIG_IGN);
   // Signals go to one thread that waits for them; every other thread has them blocked.
   sigset_t signals;
   sigemptyset(&signals);
@@ -101,10 +137,11 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   server::Metrics metrics;
-  server::InMemoryBinder binder;
-  const std::size_t node_count = loaded->cluster.node_count();
-  server::Extender extender(std::move(loaded->cluster), std::move(policy), binder, metrics);
-  server::HttpServer http(extender, {prefix, max_body, nullptr});
+  server::InMemoryBinder memory_binder;
+  k8s::Binder& binder = kube ? kube->binder() : static_cast<k8s::Binder&>(memory_binder);
+  server::Extender extender(std::move(cluster), std::move(policy), binder, metrics);
+  if (kube) kube->start(extender, metrics);
+  server::HttpServer http(extender, {prefix, max_body, [&extender] { return extender.ready(); }});
   auto bound = http.bind(host, port);
   if (!bound) {
     server::log_error(bound.error());
@@ -126,15 +163,19 @@ int main(int argc, char** argv) {
       return;
     }
   });
-  server::log_info("serving " + std::to_string(node_count) + " nodes from " +
-                   (cluster_file.empty() ? std::string("the built-in demo cluster") : cluster_file) +
-                   " on http://" + host + ":" + std::to_string(*bound) +
+  server::log_info("serving " + source + " on http://" + host + ":" + std::to_string(*bound) +
                    server::normalize_prefix(prefix) + " (policy: " + extender.policy_source() + ")");
   http.serve();
   if (signal_thread.joinable()) {
     // serve() also returns if the listener fails; wake the signal thread so it can exit.
     pthread_kill(signal_thread.native_handle(), SIGTERM);
     signal_thread.join();
+  }
+  if (kube) {
+    // A quiet watch only notices stop() when it times out (minutes); everything Gapless knows
+    // is in the API server, so there is nothing to flush: leave without waiting for it.
+    server::log_info("stopped");
+    std::_Exit(0);
   }
   return 0;
 }

@@ -87,6 +87,10 @@ void Extender::set_policy(placement::Policy policy) {
 
 std::string Extender::policy_source() const { return current_policy()->source; }
 
+void Extender::set_readiness(std::function<bool()> ready) { ready_ = std::move(ready); }
+
+bool Extender::ready() const { return !ready_ || ready_(); }
+
 void Extender::mutate(const std::function<void(model::Cluster&)>& f) {
   std::unique_lock lock(model_mu_);
   f(cluster_);
@@ -94,6 +98,10 @@ void Extender::mutate(const std::function<void(model::Cluster&)>& f) {
 
 std::string Extender::filter(std::string_view body) {
   VerbTimer timer(metrics_, "filter");
+  if (!ready()) {
+    timer.fail();
+    return filter_error(kNotReady);
+  }
   auto args = parse_args(body);
   if (!args) {
     timer.fail();
@@ -142,6 +150,10 @@ std::string Extender::filter(std::string_view body) {
 
 std::string Extender::prioritize(std::string_view body) {
   VerbTimer timer(metrics_, "prioritize");
+  if (!ready()) {
+    timer.fail();
+    return error_only(kNotReady);
+  }
   auto args = parse_args(body);
   std::string policy_error;
   const placement::Profile* profile = nullptr;
@@ -173,6 +185,7 @@ std::string Extender::bind(std::string_view body) {
     metrics_.count_bind("error");
     return error_only(message);
   };
+  if (!ready()) return fail(kNotReady);
   auto args = wire::parse_object(body);
   if (!args) return fail(args.error());
   auto name = wire::string_field(*args, "PodName");
@@ -234,8 +247,12 @@ std::string Extender::bind(std::string_view body) {
   Status s = binder_.bind(BindRequest{*ns, *name, *uid, *node, std::move(annotations)});
   if (!s) {
     if (holds_gpus) {
+      // Undo only our own reservation: while the binder worked, the informer may have replaced
+      // it with what the API server says (the pod bound elsewhere, by a racing retry).
       std::unique_lock lock(model_mu_);
-      cluster_.release(*uid);
+      if (const model::Allocation* held = cluster_.allocation(*uid); held && *held == reserved) {
+        cluster_.release(*uid);
+      }
     }
     return fail("binding " + who + " to " + *node + ": " + s.error());
   }

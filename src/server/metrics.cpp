@@ -33,6 +33,10 @@ Metrics::Metrics()
                    .Name("gapless_policy_reloads_total")
                    .Help("Policy reloads by outcome; a failed reload keeps the old policy.")
                    .Register(*registry_)),
+      bad_records_(prometheus::BuildCounter()
+                       .Name("gapless_bad_allocation_records_total")
+                       .Help("Allocation records that could not be decoded or applied; each fences its node.")
+                       .Register(*registry_)),
       gpus_(prometheus::BuildGauge()
                 .Name("gapless_cluster_gpus")
                 .Help("GPUs in the model, by health.")
@@ -70,6 +74,8 @@ void Metrics::count_bind(const std::string& outcome) {
 void Metrics::count_policy_reload(bool ok) {
   reloads_.Add({{"outcome", ok ? "ok" : "error"}}).Increment();
 }
+
+void Metrics::count_bad_record() { bad_records_.Add({}).Increment(); }
 
 void Metrics::update_cluster(const model::Cluster& cluster) {
   double healthy = 0, unhealthy = 0, whole = 0, shared = 0, mig = 0, vram = 0;

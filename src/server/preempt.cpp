@@ -35,6 +35,7 @@ std::string Extender::preempt(std::string_view body) {
     metrics_.observe_request("preempt", ok, d.count());
     return wire::dump(out);
   };
+  if (!ready()) return finish(false, json{{"Error", kNotReady}});
   auto args = wire::parse_object(body);
   if (!args) return finish(false, json{{"Error", args.error()}});
   const json* pod = wire::field(*args, "Pod");

@@ -51,16 +51,25 @@ class Extender {
   void set_policy(placement::Policy policy);
   std::string policy_source() const;
 
+  // Until the model is complete (Kubernetes mode: the first full lists of nodes and pods are
+  // applied), every verb answers with an Error instead of deciding on a partial model. `ready`
+  // is polled on each call; null (the default) means always ready.
+  void set_readiness(std::function<bool()> ready);
+  bool ready() const;
+
   // Runs `f` with exclusive access to the model (informers, recovery, tests).
   void mutate(const std::function<void(model::Cluster&)>& f);
 
  private:
+  static constexpr const char* kNotReady =
+      "gapless is still loading the cluster (first full list of nodes and pods); retry shortly";
   std::shared_ptr<const placement::Policy> current_policy() const;
 
   mutable std::shared_mutex model_mu_;
   model::Cluster cluster_;
   mutable std::mutex policy_mu_;
   std::shared_ptr<const placement::Policy> policy_;
+  std::function<bool()> ready_;  // set before serving; read-only afterwards
   Binder& binder_;
   Metrics& metrics_;
   PendingPods pending_;

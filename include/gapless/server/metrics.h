@@ -26,6 +26,8 @@ class Metrics {
   void count_rejection(const std::string& reason_label);
   void count_bind(const std::string& outcome);  // success, error, idempotent
   void count_policy_reload(bool ok);
+  // An allocation record that could not be read or applied (its node is fenced).
+  void count_bad_record();
 
   // Refreshes the cluster gauges from the model. REQUIRES: caller holds the model's lock.
   void update_cluster(const model::Cluster& cluster);
@@ -40,6 +42,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& rejections_;
   prometheus::Family<prometheus::Counter>& binds_;
   prometheus::Family<prometheus::Counter>& reloads_;
+  prometheus::Family<prometheus::Counter>& bad_records_;
   prometheus::Family<prometheus::Gauge>& gpus_;
   prometheus::Family<prometheus::Gauge>& gpus_in_use_;
   prometheus::Family<prometheus::Gauge>& vram_allocated_;

@@ -1,0 +1,95 @@
+// Keeps the cluster model in step with the API server: Node events rebuild that node's GPUs
+// (keeping its allocations), Pod events account allocations from their gapless.io/allocation
+// records (pods bound by anyone, including a previous run of Gapless), and pods that finish or
+// are deleted free their GPUs. A record that cannot be decoded or applied fences its node and is
+// reported; it never silently frees GPUs.
+//
+// The pod informer must list pending pods too (field selector
+// "status.phase!=Succeeded,status.phase!=Failed", not "spec.nodeName!="): a relist releases the
+// allocation of every pod it does not contain, and a pod whose bind is in flight is still
+// pending.
+//
+// Thread-safe: informer threads call the handlers concurrently; every change goes through
+// `mutate`, which must give exclusive access to the model.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "gapless/k8s/informer.h"
+#include "gapless/model/cluster.h"
+
+namespace gapless::k8s {
+
+struct ClusterSyncHooks {
+  // Exclusive access to the model (server::Extender::mutate).
+  std::function<void(const std::function<void(model::Cluster&)>&)> mutate;
+  // A record that fenced its node: pod "ns/name", node, why. Optional.
+  std::function<void(const std::string& pod, const std::string& node, const std::string& why)>
+      on_bad_record;
+  // Log lines. Optional. This and on_bad_record are called outside `mutate`, from either
+  // informer thread, possibly at the same time.
+  std::function<void(const std::string& message)> log;
+};
+
+class ClusterSync {
+ public:
+  explicit ClusterSync(ClusterSyncHooks hooks);
+
+  // Handlers to give the node and pod informers.
+  InformerHandlers node_handlers();
+  InformerHandlers pod_handlers();
+
+  // Applies a Node object / Pod object as the informers would (also used by recovery tests).
+  void apply_node(const std::string& type, const nlohmann::json& node);
+  void apply_pod(const std::string& type, const nlohmann::json& pod);
+  void replace_nodes(const std::vector<nlohmann::json>& nodes);
+  void replace_pods(const std::vector<nlohmann::json>& pods);
+
+  // Both initial lists applied (in either order: a bound pod whose node is not in the model yet
+  // waits for it): the model may serve.
+  bool synced() const { return nodes_synced_.load() && pods_synced_.load(); }
+  std::size_t bad_records() const { return bad_records_.load(); }
+
+ private:
+  // What a Pod object says, as far as GPUs go.
+  struct PodFacts {
+    std::string uid, ns, name;
+    std::string node;         // spec.nodeName; empty while pending
+    bool finished = false;    // Succeeded or Failed
+    bool has_record = false;  // carries gapless.io/allocation
+    bool record_is_string = false;
+    std::string record;
+    bool asks_gpus = false;  // only computed for bound pods without a record
+  };
+  struct Outbox;  // log lines and bad records, emitted after the model is released
+
+  static PodFacts pod_facts(const nlohmann::json& pod);
+  // REQUIRES: mu_ held, inside mutate.
+  void account(model::Cluster& c, const PodFacts& p, Outbox& out);
+  void reject(model::Cluster& c, const PodFacts& p, const std::string& why, Outbox& out);
+  void upsert(model::Cluster& c, const std::string& name, Result<model::Node> node, Outbox& out);
+  void retry_parked(model::Cluster& c, Outbox& out);
+  void forget(const std::string& uid);
+  void emit(const Outbox& out) const;
+
+  ClusterSyncHooks hooks_;
+  std::atomic<bool> nodes_synced_{false};
+  std::atomic<bool> pods_synced_{false};
+  std::atomic<std::size_t> bad_records_{0};
+  std::mutex mu_;  // orders pod bookkeeping across informer threads; taken before `mutate`
+  // Bound pods whose node is not in the model yet (the pod informer ran ahead): uid -> pod.
+  std::unordered_map<std::string, PodFacts> parked_;
+  // Pods whose record fenced their node: uid -> the record, so repeats are not counted again.
+  std::unordered_map<std::string, std::string> rejected_;
+  // GPU pods bound without a record, logged once.
+  std::unordered_set<std::string> unrecorded_;
+};
+
+}  // namespace gapless::k8s

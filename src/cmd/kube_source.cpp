@@ -1,0 +1,53 @@
+#include "kube_source.h"
+
+#include <chrono>
+
+#include "gapless/server/log.h"
+
+using namespace gapless;
+
+KubeSource::KubeSource(k8s::ClientConfig config) : api_(std::move(config)), binder_(api_) {}
+
+KubeSource::~KubeSource() { stop(); }
+
+void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
+  k8s::ClusterSyncHooks hooks;
+  hooks.mutate = [&extender](const std::function<void(model::Cluster&)>& f) { extender.mutate(f); };
+  hooks.on_bad_record = [&metrics](const std::string& pod, const std::string& node,
+                                   const std::string& why) {
+    metrics.count_bad_record();
+    server::log_error("allocation record of pod " + pod + " cannot be used (" + why +
+                      "); node " + node + " is fenced until it is fixed");
+  };
+  hooks.log = [](const std::string& m) { server::log_info(m); };
+  sync_ = std::make_unique<k8s::ClusterSync>(std::move(hooks));
+  extender.set_readiness([this] { return synced(); });
+
+  auto on_error = [](const std::string& what) { server::log_warn(what); };
+  k8s::InformerHandlers node_handlers = sync_->node_handlers();
+  node_handlers.on_error = on_error;
+  k8s::InformerHandlers pod_handlers = sync_->pod_handlers();
+  pod_handlers.on_error = on_error;
+  k8s::InformerOptions node_opts;
+  node_opts.path = "/api/v1/nodes";
+  k8s::InformerOptions pod_opts;
+  pod_opts.path = "/api/v1/pods";
+  pod_opts.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
+  nodes_ = std::make_unique<k8s::Informer>(api_, node_opts, node_handlers);
+  pods_ = std::make_unique<k8s::Informer>(api_, pod_opts, pod_handlers);
+
+  nodes_thread_ = std::thread([this] { nodes_->run(); });
+  pods_thread_ = std::thread([this] {
+    // Pods after nodes: a record restored before its node exists would look corrupt.
+    while (!stopping_ && !nodes_->synced()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!stopping_) pods_->run();
+  });
+}
+
+void KubeSource::stop() {
+  if (stopping_.exchange(true)) return;
+  if (nodes_) nodes_->stop();
+  if (pods_) pods_->stop();
+  if (nodes_thread_.joinable()) nodes_thread_.join();
+  if (pods_thread_.joinable()) pods_thread_.join();
+}

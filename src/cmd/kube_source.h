@@ -1,0 +1,38 @@
+// Kubernetes mode of gapless-extender: the API client, the binder that writes Bindings, and the
+// node and pod informers feeding the model. Nodes are listed before pods, so every allocation
+// record finds its node when it is restored.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "gapless/k8s/api_client.h"
+#include "gapless/k8s/cluster_sync.h"
+#include "gapless/k8s/informer.h"
+#include "gapless/k8s/kube_binder.h"
+#include "gapless/server/extender.h"
+#include "gapless/server/metrics.h"
+
+class KubeSource {
+ public:
+  explicit KubeSource(gapless::k8s::ClientConfig config);
+  ~KubeSource();  // stops and joins the informers
+
+  gapless::k8s::Binder& binder() { return binder_; }
+  // Starts the informers feeding `extender`, and makes it ready once both lists are applied.
+  void start(gapless::server::Extender& extender, gapless::server::Metrics& metrics);
+  bool synced() const { return sync_ && sync_->synced(); }
+  void stop();
+
+ private:
+  gapless::k8s::ApiClient api_;
+  gapless::k8s::KubeBinder binder_;
+  std::unique_ptr<gapless::k8s::ClusterSync> sync_;
+  std::unique_ptr<gapless::k8s::Informer> nodes_;
+  std::unique_ptr<gapless::k8s::Informer> pods_;
+  std::thread nodes_thread_;
+  std::thread pods_thread_;
+  std::atomic<bool> stopping_{false};
+};

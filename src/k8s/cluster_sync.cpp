@@ -1,0 +1,289 @@
+// Node and Pod events -> the cluster model (docs/extender-protocol.md §4.4, "Rebuilding the
+// in-memory model after a restart"). Allocation records are the truth; a record that cannot be
+// applied fences its node instead of freeing anything.
+#include "gapless/k8s/cluster_sync.h"
+
+#include <utility>
+
+#include "gapless/k8s/allocation_record.h"
+#include "gapless/k8s/json_fields.h"
+#include "gapless/k8s/node_inventory.h"
+#include "gapless/k8s/pod_request.h"
+
+namespace gapless::k8s {
+
+using nlohmann::json;
+
+struct ClusterSync::Outbox {
+  struct Bad {
+    std::string pod, node, why;
+  };
+  std::vector<Bad> bad;
+  std::vector<std::string> logs;
+};
+
+namespace {
+
+std::string pod_key(const std::string& ns, const std::string& name) {
+  return ns + "/" + name;
+}
+
+std::string node_name(const json& node) {
+  const json* meta = field(node, "metadata");
+  return meta != nullptr ? string_field(*meta, "name") : std::string();
+}
+
+}  // namespace
+
+ClusterSync::ClusterSync(ClusterSyncHooks hooks) : hooks_(std::move(hooks)) {}
+
+InformerHandlers ClusterSync::node_handlers() {
+  InformerHandlers h;
+  h.on_list = [this](const std::vector<json>& items) { replace_nodes(items); };
+  h.on_event = [this](const std::string& type, const json& obj) { apply_node(type, obj); };
+  h.on_error = [this](const std::string& m) { emit(Outbox{{}, {"nodes informer: " + m}}); };
+  return h;
+}
+
+InformerHandlers ClusterSync::pod_handlers() {
+  InformerHandlers h;
+  h.on_list = [this](const std::vector<json>& items) { replace_pods(items); };
+  h.on_event = [this](const std::string& type, const json& obj) { apply_pod(type, obj); };
+  h.on_error = [this](const std::string& m) { emit(Outbox{{}, {"pods informer: " + m}}); };
+  return h;
+}
+
+void ClusterSync::emit(const Outbox& out) const {
+  if (hooks_.log) {
+    for (const std::string& line : out.logs) hooks_.log(line);
+  }
+  if (hooks_.on_bad_record) {
+    for (const Outbox::Bad& b : out.bad) hooks_.on_bad_record(b.pod, b.node, b.why);
+  }
+}
+
+// ---- Nodes ------------------------------------------------------------------------------------
+
+void ClusterSync::upsert(model::Cluster& c, const std::string& name, Result<model::Node> node,
+                         Outbox& out) {
+  const model::Node* old = c.find_node(name);
+  if (!node.ok()) {
+    out.logs.push_back(node.error() + (old != nullptr ? "; keeping the node's previous inventory"
+                                                      : "; node left out until it is fixed"));
+    return;
+  }
+  const bool was_fenced = old != nullptr && old->fenced();
+  c.upsert_node(std::move(*node));
+  if (const model::Node* now = c.find_node(name); !was_fenced && now->fenced()) {
+    out.logs.push_back("node " + name + " fenced: " + now->fence_reason);
+  }
+}
+
+void ClusterSync::retry_parked(model::Cluster& c, Outbox& out) {
+  if (parked_.empty()) return;
+  auto waiting = std::move(parked_);
+  parked_.clear();
+  for (const auto& [uid, pod] : waiting) account(c, pod, out);
+}
+
+void ClusterSync::apply_node(const std::string& type, const json& node) {
+  const std::string name = node_name(node);
+  Outbox out;
+  if (name.empty()) {
+    emit(Outbox{{}, {"ignoring a Node without metadata.name"}});
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (type == "DELETED") {
+      hooks_.mutate([&](model::Cluster& c) {
+        const std::size_t before = c.allocation_count();
+        if (c.remove_node(name) && c.allocation_count() != before) {
+          out.logs.push_back("node " + name + " deleted with " +
+                             std::to_string(before - c.allocation_count()) + " allocation(s)");
+        }
+      });
+    } else {
+      Result<model::Node> parsed = node_from_json(node);
+      hooks_.mutate([&](model::Cluster& c) {
+        upsert(c, name, std::move(parsed), out);
+        retry_parked(c, out);
+      });
+    }
+  }
+  emit(out);
+}
+
+void ClusterSync::replace_nodes(const std::vector<json>& nodes) {
+  std::vector<std::pair<std::string, Result<model::Node>>> parsed;
+  std::unordered_set<std::string> listed;
+  parsed.reserve(nodes.size());
+  Outbox out;
+  for (const json& obj : nodes) {
+    std::string name = node_name(obj);
+    if (name.empty()) {
+      out.logs.push_back("ignoring a Node without metadata.name");
+      continue;
+    }
+    listed.insert(name);
+    parsed.emplace_back(std::move(name), node_from_json(obj));
+  }
+  {
+    std::lock_guard lock(mu_);
+    hooks_.mutate([&](model::Cluster& c) {
+      for (auto& [name, node] : parsed) upsert(c, name, std::move(node), out);
+      std::vector<std::string> gone;
+      for (const model::Node* n : c.nodes()) {
+        if (listed.count(n->name) == 0) gone.push_back(n->name);
+      }
+      for (const std::string& name : gone) {
+        c.remove_node(name);
+        out.logs.push_back("node " + name + " is gone (deleted while not watching)");
+      }
+      retry_parked(c, out);
+    });
+  }
+  nodes_synced_ = true;
+  emit(out);
+}
+
+// ---- Pods -------------------------------------------------------------------------------------
+
+ClusterSync::PodFacts ClusterSync::pod_facts(const json& pod) {
+  PodFacts p;
+  const json* meta = field(pod, "metadata");
+  if (meta != nullptr) {
+    p.uid = string_field(*meta, "uid");
+    p.ns = string_field(*meta, "namespace");
+    p.name = string_field(*meta, "name");
+  }
+  if (p.ns.empty()) p.ns = "default";
+  if (const json* spec = field(pod, "spec")) p.node = string_field(*spec, "nodeName");
+  if (const json* status = field(pod, "status")) {
+    const std::string phase = string_field(*status, "phase");
+    p.finished = phase == "Succeeded" || phase == "Failed";
+  }
+  // A pod with metadata.deletionTimestamp still runs (and holds its GPUs) until DELETED.
+  if (const json* record = field(field(meta, "annotations"), kAllocationAnnotation)) {
+    p.has_record = true;
+    p.record_is_string = record->is_string();
+    p.record = p.record_is_string ? record->get<std::string>() : json_text(*record);
+  } else if (!p.node.empty() && !p.finished) {
+    Result<ParsedPod> parsed = parse_pod(pod);
+    p.asks_gpus = !parsed.ok() || parsed->request.kind != model::RequestKind::kNone;
+  }
+  return p;
+}
+
+void ClusterSync::forget(const std::string& uid) {
+  parked_.erase(uid);
+  rejected_.erase(uid);
+  unrecorded_.erase(uid);
+}
+
+void ClusterSync::reject(model::Cluster& c, const PodFacts& p, const std::string& why,
+                         Outbox& out) {
+  const std::string who = pod_key(p.ns, p.name);
+  c.fence(p.node, "allocation record of pod " + who + " unusable: " + why);
+  rejected_[p.uid] = p.record;
+  ++bad_records_;
+  out.bad.push_back({who, p.node, why});
+  out.logs.push_back("pod " + who + ": " + why + "; node " + p.node + " fenced");
+}
+
+void ClusterSync::account(model::Cluster& c, const PodFacts& p, Outbox& out) {
+  if (p.finished) {
+    c.release(p.uid);
+    forget(p.uid);
+    return;
+  }
+  // Pending: nothing durable yet. A bind may be in flight, holding what the extender committed.
+  if (p.node.empty()) return;
+  const std::string who = pod_key(p.ns, p.name);
+  if (!p.has_record) {
+    if (p.asks_gpus && unrecorded_.insert(p.uid).second) {
+      out.logs.push_back("pod " + who + " on node " + p.node + " has no " +
+                         std::string(kAllocationAnnotation) +
+                         " record (not bound by Gapless); ignored");
+    }
+    return;
+  }
+  if (c.find_node(p.node) == nullptr) {
+    parked_[p.uid] = p;  // the node informer has not delivered its node yet
+    return;
+  }
+  parked_.erase(p.uid);
+  if (auto it = rejected_.find(p.uid); it != rejected_.end() && it->second == p.record) return;
+  if (!p.record_is_string) {
+    return reject(c, p, std::string(kAllocationAnnotation) + ": must be a string", out);
+  }
+  Result<model::Allocation> a = decode_allocation_record(p.record, p.ns, p.name, p.uid);
+  if (!a.ok()) return reject(c, p, a.error(), out);
+  if (a->node != p.node) {
+    return reject(c, p, "record names node " + a->node + ", pod runs on " + p.node, out);
+  }
+  if (const model::Allocation* held = c.allocation(p.uid)) {
+    if (held->node == p.node) return;  // committed at bind, or already restored
+    // The model holds a claim elsewhere (a bind that lost to the durable binding): the
+    // binding wins.
+    out.logs.push_back("pod " + who + " is bound to " + p.node + ", not " + held->node +
+                       " as the model had it; moving its allocation");
+    c.release(p.uid);
+  }
+  if (Status s = c.restore(*a); !s.ok()) return reject(c, p, s.error(), out);
+  rejected_.erase(p.uid);
+}
+
+void ClusterSync::apply_pod(const std::string& type, const json& pod) {
+  PodFacts p = pod_facts(pod);
+  if (p.uid.empty()) {
+    emit(Outbox{{}, {"ignoring pod " + pod_key(p.ns, p.name) + " without metadata.uid"}});
+    return;
+  }
+  if (type == "DELETED") p.finished = true;
+  Outbox out;
+  {
+    std::lock_guard lock(mu_);
+    hooks_.mutate([&](model::Cluster& c) { account(c, p, out); });
+  }
+  emit(out);
+}
+
+void ClusterSync::replace_pods(const std::vector<json>& pods) {
+  std::vector<PodFacts> facts;
+  facts.reserve(pods.size());
+  std::unordered_set<std::string> running;  // listed and not finished
+  Outbox out;
+  for (const json& pod : pods) {
+    PodFacts p = pod_facts(pod);
+    if (p.uid.empty()) {
+      out.logs.push_back("ignoring pod " + pod_key(p.ns, p.name) + " without metadata.uid");
+      continue;
+    }
+    if (!p.finished) running.insert(p.uid);
+    facts.push_back(std::move(p));
+  }
+  {
+    std::lock_guard lock(mu_);
+    hooks_.mutate([&](model::Cluster& c) {
+      for (const PodFacts& p : facts) account(c, p, out);
+      // Deleted while we were not watching: free what they held, and nothing else.
+      std::vector<std::string> vanished;
+      for (const model::Allocation* a : c.allocations()) {
+        if (running.count(a->pod_uid) == 0) vanished.push_back(a->pod_uid);
+      }
+      for (const std::string& uid : vanished) c.release(uid);
+      if (!vanished.empty()) {
+        out.logs.push_back("released the allocations of " + std::to_string(vanished.size()) +
+                           " pod(s) that are gone");
+      }
+    });
+    std::erase_if(parked_, [&](const auto& kv) { return running.count(kv.first) == 0; });
+    std::erase_if(rejected_, [&](const auto& kv) { return running.count(kv.first) == 0; });
+    std::erase_if(unrecorded_, [&](const std::string& uid) { return running.count(uid) == 0; });
+  }
+  pods_synced_ = true;
+  emit(out);
+}
+
+}  // namespace gapless::k8s
