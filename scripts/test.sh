@@ -16,5 +16,5 @@ esac
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DGAPLESS_WERROR=ON -DGAPLESS_SANITIZE="$san" >/dev/null
 cmake --build "$dir" -j"${JOBS:-2}"
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp"
 ctest --test-dir "$dir" --output-on-failure -j"${JOBS:-2}"
