@@ -8,6 +8,11 @@ namespace {
 
 Error fail(const std::string& msg) { return Error{msg}; }
 
+int whole_gpus(const Allocation& a) {
+  return static_cast<int>(
+      std::count_if(a.gpus.begin(), a.gpus.end(), [](const GpuGrant& g) { return g.whole(); }));
+}
+
 // Applies one whole/shared/gpushare grant to `u`, or says why it does not fit.
 Status apply_gpu_grant(const Gpu& gpu, GpuUsage& u, const GpuGrant& g) {
   const std::string where = "GPU " + std::to_string(gpu.index);
@@ -80,6 +85,14 @@ Status apply_allocation(Node& node, const Allocation& a) {
   usage.reserve(node.gpus.size());
   for (const Gpu& g : node.gpus) usage.push_back(g.used);
   std::map<std::string, MigPool> pool = node.mig_pool;
+  if (node.host.cpu_milli > 0 &&
+      node.host_used.cpu_milli + a.host.cpu_milli > node.host.cpu_milli) {
+    return fail("node " + node.name + " lacks the CPU");
+  }
+  if (node.host.memory_mib > 0 &&
+      node.host_used.memory_mib + a.host.memory_mib > node.host.memory_mib) {
+    return fail("node " + node.name + " lacks the memory");
+  }
 
   for (const GpuGrant& g : a.gpus) {
     if (g.index < 0 || g.index >= static_cast<int>(node.gpus.size())) {
@@ -107,11 +120,17 @@ Status apply_allocation(Node& node, const Allocation& a) {
   }
   for (std::size_t i = 0; i < usage.size(); ++i) node.gpus[i].used = std::move(usage[i]);
   node.mig_pool = std::move(pool);
+  node.host_used.cpu_milli += a.host.cpu_milli;
+  node.host_used.memory_mib += a.host.memory_mib;
+  if (const int k = whole_gpus(a); k > 0) ++node.whole_pods[k];
   return Status::Ok();
 }
 
 // REQUIRES: `a` was applied to `node` by apply_allocation.
 void unapply_allocation(Node& node, const Allocation& a) {
+  node.host_used.cpu_milli -= a.host.cpu_milli;
+  node.host_used.memory_mib -= a.host.memory_mib;
+  if (const int k = whole_gpus(a); k > 0 && --node.whole_pods[k] <= 0) node.whole_pods.erase(k);
   for (const GpuGrant& g : a.gpus) {
     GpuUsage& u = node.gpus[g.index].used;
     if (g.whole()) {
@@ -149,6 +168,8 @@ void Cluster::upsert_node(Node node) {
     g.used.mig_instance_used.assign(g.mig.instances.size(), false);
   }
   for (auto& [profile, pool] : node.mig_pool) pool.used = 0;
+  node.host_used = HostResources{};
+  node.whole_pods.clear();
   if (auto old = nodes_.find(node.name); old != nodes_.end() && node.fence_reason.empty()) {
     node.fence_reason = old->second.fence_reason;
   }

@@ -10,7 +10,7 @@ double gpu_level_score(const Profile& profile, const model::Node& node, const mo
                        const model::GpuRequest& req) {
   double sum = 0, weights = 0;
   for (const WeightedStrategy& ws : profile.gpu) {
-    sum += ws.weight * ws.strategy->score_gpu(node, gpu, req);
+    sum += ws.weight * ws.strategy->score_gpu_in(profile.context, node, gpu, req);
     weights += ws.weight;
   }
   return weights > 0 ? sum / weights : 0.0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 namespace gapless::placement {
 
@@ -97,6 +98,37 @@ double gpu_fill(const Gpu& gpu) {
   }
   f = std::max(f, static_cast<double>(u.mig_compute_used) / model::kMigComputeSlices);
   return std::min(f, 1.0);
+}
+
+int free_milli(const Gpu& gpu) {
+  if (!gpu.healthy) return 0;
+  const model::GpuUsage& u = gpu.used;
+  if (u.whole) return 0;
+  // The common case (compute shares only) without floating point.
+  if (gpu.memory_mib == 0 && gpu.gpushare_capacity == 0 && u.mig_compute_used == 0) {
+    return std::max(0, model::kFullComputeMilli - u.compute_used_milli);
+  }
+  return static_cast<int>(std::lround(model::kFullComputeMilli * (1.0 - gpu_fill(gpu))));
+}
+
+int free_milli(const model::Node& node) {
+  int sum = 0;
+  for (const Gpu& g : node.gpus) sum += free_milli(g);
+  return sum;
+}
+
+int milli_per_gpu(const model::Node& node, const GpuRequest& req) {
+  switch (req.kind) {
+    case RequestKind::kWhole: return model::kFullComputeMilli;
+    case RequestKind::kShared:
+      if (req.shared.memory_mib == 0) return req.shared.compute_milli;
+      break;
+    case RequestKind::kNone: return 0;
+    default: break;
+  }
+  const int units = std::max(1, req.units());
+  return static_cast<int>(
+      std::lround(model::kFullComputeMilli * demand_in_gpus(node, req) / units));
 }
 
 }  // namespace gapless::placement

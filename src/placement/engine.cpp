@@ -48,24 +48,51 @@ FilterResult filter(const model::Cluster& cluster, const model::GpuRequest& req,
   return out;
 }
 
+namespace {
+
+bool topology_counts(const model::GpuRequest& req) {
+  return req.topology != model::TopologyWish::kNone && req.units() >= 2;
+}
+
 // Weighted mean of the node-level strategies, the GPU-level score of the pick, and (for
 // multi-GPU requests that care) the connectivity of the pick.
-double score_node(const model::Node& node, const model::GpuRequest& req, const Profile& profile) {
-  if (req.kind == model::RequestKind::kNone) return 0.0;
-  double gpu_score = 0, conn = 1;
-  if (!score_pick(node, req, profile, &gpu_score, &conn)) return -1.0;
+double weighted_score(const model::Node& node, const model::GpuRequest& req, const Profile& profile,
+                      const double* gpu_score, double conn) {
   double sum = 0, weights = 0;
   for (const WeightedStrategy& ws : profile.node) {
-    sum += ws.weight * ws.strategy->score_node(node, req);
+    sum += ws.weight * ws.strategy->score_node_in(profile.context, node, req);
     weights += ws.weight;
   }
-  sum += profile.gpu_weight * gpu_score;
-  weights += profile.gpu_weight;
-  if (req.topology != model::TopologyWish::kNone && req.units() >= 2) {
+  if (gpu_score != nullptr) {
+    sum += profile.gpu_weight * *gpu_score;
+    weights += profile.gpu_weight;
+  }
+  if (topology_counts(req)) {
     sum += profile.topology_weight * conn;
     weights += profile.topology_weight;
   }
   return weights > 0 ? sum / weights : 0.0;
+}
+
+}  // namespace
+
+double score_node(const model::Node& node, const model::GpuRequest& req, const Profile& profile) {
+  if (req.kind == model::RequestKind::kNone) return 0.0;
+  double gpu_score = 0, conn = 1;
+  if (!score_pick(node, req, profile, &gpu_score, &conn)) return -1.0;
+  return weighted_score(node, req, profile, &gpu_score, conn);
+}
+
+double score_fitting_node(const model::Node& node, const model::GpuRequest& req,
+                          const Profile& profile) {
+  if (req.kind == model::RequestKind::kNone) {
+    return weighted_score(node, req, profile, nullptr, 1.0);
+  }
+  if (profile.gpu_weight == 0 && !(topology_counts(req) && profile.topology_weight != 0)) {
+    const double none = 0;
+    return weighted_score(node, req, profile, &none, 1.0);
+  }
+  return score_node(node, req, profile);
 }
 
 std::vector<int> prioritize(const model::Cluster& cluster, const model::GpuRequest& req,

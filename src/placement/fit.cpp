@@ -58,9 +58,29 @@ std::string what(const model::GpuRequest& req) {
   return k + " GPU(s)";
 }
 
+// NodeResourcesFit's check, for nodes that track host resources (capacity 0: not tracked).
+QuickFit check_host(const model::Node& node, const model::GpuRequest& req) {
+  const model::HostResources& cap = node.host;
+  const model::HostResources& used = node.host_used;
+  if (cap.cpu_milli > 0 && req.host.cpu_milli > 0) {
+    if (req.host.cpu_milli > cap.cpu_milli) return never(FitReason::kInsufficientCpu);
+    if (used.cpu_milli + req.host.cpu_milli > cap.cpu_milli) {
+      return not_now(FitReason::kInsufficientCpu);
+    }
+  }
+  if (cap.memory_mib > 0 && req.host.memory_mib > 0) {
+    if (req.host.memory_mib > cap.memory_mib) return never(FitReason::kInsufficientMemory);
+    if (used.memory_mib + req.host.memory_mib > cap.memory_mib) {
+      return not_now(FitReason::kInsufficientMemory);
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 QuickFit quick_fit(const model::Node& node, const model::GpuRequest& req) {
+  if (const QuickFit host = check_host(node, req); host.code != FitCode::kFits) return host;
   if (req.kind == RequestKind::kNone) return {};
   if (node.gpus.empty() && node.mig_pool.empty()) return never(FitReason::kNoGpus);
   if (node.fenced()) return not_now(FitReason::kFenced);
@@ -97,6 +117,8 @@ std::string describe(FitReason why, const model::GpuRequest& req) {
       text = "no GPU on the node offers MIG profile " + req.mig_profile;
       break;
     case FitReason::kInsufficientFreeMig: text = "fewer than " + what(req) + " free"; break;
+    case FitReason::kInsufficientCpu: text = "node lacks the CPU this pod requests"; break;
+    case FitReason::kInsufficientMemory: text = "node lacks the memory this pod requests"; break;
   }
   return "gapless: " + text;
 }
@@ -113,6 +135,8 @@ std::string_view label(FitReason why) {
     case FitReason::kNoFreeNvlinkSet: return "no_free_nvlink_set";
     case FitReason::kMigProfileAbsent: return "mig_profile_absent";
     case FitReason::kInsufficientFreeMig: return "insufficient_free_mig";
+    case FitReason::kInsufficientCpu: return "insufficient_cpu";
+    case FitReason::kInsufficientMemory: return "insufficient_memory";
   }
   return "";
 }

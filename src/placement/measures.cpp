@@ -53,4 +53,10 @@ double busy_peer_fraction(const model::Node& node, const model::Gpu& gpu) {
   return n == 0 ? 0.0 : static_cast<double>(std::popcount(peers & busy)) / n;
 }
 
+double tightest_gpu(const model::Node& node, const model::Gpu& gpu, const model::GpuRequest& req) {
+  if (req.kind == model::RequestKind::kWhole) return 1.0;
+  const int left = free_milli(gpu) - milli_per_gpu(node, req);
+  return 1.0 - std::max(0, left) / static_cast<double>(model::kFullComputeMilli);
+}
+
 }  // namespace gapless::placement

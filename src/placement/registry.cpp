@@ -9,7 +9,16 @@ namespace gapless::placement {
 namespace {
 const BundleStrategy kBundle;
 const SpreadStrategy kSpread;
-const std::array<const Strategy*, 2> kStrategies = {&kBundle, &kSpread};
+const RandomStrategy kRandom;
+const DotProductStrategy kDotProduct;
+const GpuClusteringStrategy kGpuClustering;
+const GpuPackingStrategy kGpuPacking;
+const BestFitStrategy kBestFit;
+const FgdStrategy kFgd;
+const GaplessStrategy kGapless;
+const std::array<const Strategy*, 9> kStrategies = {&kBundle,     &kSpread,        &kRandom,
+                                                    &kDotProduct, &kGpuClustering, &kGpuPacking,
+                                                    &kBestFit,    &kFgd,           &kGapless};
 }  // namespace
 
 const Strategy* find_strategy(std::string_view name) {

@@ -24,9 +24,10 @@ using gapless::placement::select_profile;
 
 }  // namespace
 
-TEST_CASE("the registry knows bundle and spread, sorted", "[placement][strategy]") {
+TEST_CASE("the registry knows every strategy, sorted", "[placement][strategy]") {
   const auto names = gapless::placement::strategy_names();
-  CHECK(names == std::vector<std::string_view>{"bundle", "spread"});
+  CHECK(names == std::vector<std::string_view>{"bestfit", "bundle", "clustering", "dotprod", "fgd",
+                                               "gapless", "packing", "random", "spread"});
   for (auto name : names) {
     const auto* s = find_strategy(name);
     REQUIRE(s != nullptr);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "gapless/model/host.h"
+
 namespace gapless::model {
 
 struct GpuGrant {
@@ -32,6 +34,7 @@ struct Allocation {
   std::string node;
   std::vector<GpuGrant> gpus;
   std::vector<MigGrant> mig;
+  HostResources host;  // CPU and memory held on the node (bench only; zero from the extender)
   bool operator==(const Allocation&) const = default;
 };
 

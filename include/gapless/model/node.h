@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gapless/model/gpu.h"
+#include "gapless/model/host.h"
 #include "gapless/model/topology.h"
 
 namespace gapless::model {
@@ -32,6 +33,13 @@ struct Node {
   std::vector<Gpu> gpus;  // gpus[i].index == i
   LinkGraph links;        // size() == gpus.size()
   std::map<std::string, MigPool> mig_pool;  // profile name -> counts (kFeatureDiscovery only)
+  // CPU and memory capacity, and what allocations hold of it. Zero capacity: not tracked (the
+  // extender's nodes); the bench sets it so placement can filter like NodeResourcesFit.
+  HostResources host;
+  HostResources host_used;
+  // Pods holding whole GPUs here, by how many each holds (k -> pods). Kept by Cluster; read by
+  // strategies that group pods by size (clustering).
+  std::map<int, int> whole_pods;
 
   // A fenced node takes no new Gapless pods (e.g. an allocation record on it could not be read,
   // so Gapless does not know which GPUs are free). The reason is shown to users.

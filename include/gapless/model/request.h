@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "gapless/model/host.h"
+
 namespace gapless::model {
 
 enum class RequestKind {
@@ -38,6 +40,9 @@ struct GpuRequest {
   std::int64_t gpushare_units = 0;  // kGpushare
   std::vector<std::string> models;  // allowed GPU models; empty = any
   TopologyWish topology = TopologyWish::kNone;
+  // CPU and memory the pod asks for, checked only against nodes that track them (Node::host).
+  // The extender leaves this at zero; kube-scheduler checks host resources itself.
+  HostResources host;
 
   // Number of GPUs this request lands on (whole, shared) or instances (MIG); 1 for gpushare.
   int units() const;

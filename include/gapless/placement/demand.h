@@ -2,6 +2,8 @@
 // how much of a node a request takes.
 #pragma once
 
+#include <cstdint>
+
 #include "gapless/model/node.h"
 #include "gapless/model/request.h"
 
@@ -25,5 +27,18 @@ double demand_in_gpus(const model::Node& node, const model::GpuRequest& req);
 
 // Fill of a GPU in [0, 1] across every dimension in use (max of vRAM, compute, MIG compute...).
 double gpu_fill(const model::Gpu& gpu);
+
+// What is left of a GPU in milli-GPU, 0..1000: 1000 * (1 - gpu_fill), 0 for an unhealthy GPU.
+// Exact for compute-only shares (the trace bench's case).
+int free_milli(const model::Gpu& gpu);
+// Sum of free_milli over the node's GPUs.
+int free_milli(const model::Node& node);
+// Milli-GPU the request takes on each GPU it lands on (1000 for a whole GPU, the compute or
+// vRAM fraction for a share, whichever is larger); 0 for a request without GPUs.
+int milli_per_gpu(const model::Node& node, const model::GpuRequest& req);
+// Free CPU on a node; REQUIRES: node.host.cpu_milli > 0 (tracked).
+inline std::int64_t free_cpu_milli(const model::Node& node) {
+  return node.host.cpu_milli - node.host_used.cpu_milli;
+}
 
 }  // namespace gapless::placement

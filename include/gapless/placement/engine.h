@@ -32,6 +32,14 @@ FilterResult filter(const model::Cluster& cluster, const model::GpuRequest& req,
 // Node score in [0, 1] for a node the request fits, or -1 when it does not fit.
 double score_node(const model::Node& node, const model::GpuRequest& req, const Profile& profile);
 
+// score_node for a node that passed filter, as the trace bench ranks nodes: the GPU pick is
+// skipped when the profile gives it no weight (gpu weight 0, no topology term), since it cannot
+// change the score, and a request without GPUs (the trace's CPU-only pods, which carry host
+// resources) is ranked by the node-level strategies instead of scored 0.
+// REQUIRES: quick_fit(node, req) fits.
+double score_fitting_node(const model::Node& node, const model::GpuRequest& req,
+                          const Profile& profile);
+
 // One 0..10 score per input name, aligned with `nodes` (0 for unknown or infeasible nodes).
 std::vector<int> prioritize(const model::Cluster& cluster, const model::GpuRequest& req,
                             const Profile& profile, const std::vector<std::string>& nodes);

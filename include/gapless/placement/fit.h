@@ -39,6 +39,8 @@ enum class FitReason {
   kNoFreeNvlinkSet,
   kMigProfileAbsent,
   kInsufficientFreeMig,
+  kInsufficientCpu,     // only for nodes and requests that carry host resources (the bench)
+  kInsufficientMemory,  // likewise
 };
 
 struct QuickFit {

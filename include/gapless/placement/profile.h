@@ -38,6 +38,9 @@ struct Profile {
   // Weight of the NVLink connectivity of the picked GPU set, in the pick and in the node score.
   double topology_weight = 1.0;
   Selector select;
+  // Inputs some strategies read (the workload mix, ...). Not from the policy file: the driver
+  // sets it on its copy of the profile. Empty by default.
+  ScoreContext context;
 };
 
 struct Policy {

@@ -1,10 +1,12 @@
 // A placement strategy scores at two levels: which node a pod should go to (prioritize), and which
 // GPUs inside the chosen node it should get (bind). Each strategy lives in its own file under
-// src/placement/strategies/ and is registered once in registry.cpp.
+// src/placement/ and is registered once in registry.cpp.
 //
-// Scores are in [0, 1], higher is better. Strategies are stateless and thread-safe.
+// Scores are in [0, 1], higher is better. Strategies are stateless and thread-safe; what a
+// strategy needs beyond the node and the request comes in a ScoreContext.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -13,6 +15,22 @@
 #include "gapless/model/request.h"
 
 namespace gapless::placement {
+
+struct WorkloadMix;
+class FragmentCache;
+
+// What some strategies read beyond the node and the request. Not part of a policy file: the
+// driver (bench, server) points it at state it owns and keeps current. Everything may be absent;
+// each strategy says what it does then.
+struct ScoreContext {
+  // The pod shapes expected next (fgd, gapless). Null: unknown.
+  const WorkloadMix* workload = nullptr;
+  // F_n(workload) of every node, kept current by the driver. Null: computed on the spot.
+  // REQUIRES: when set, built for `workload`.
+  const FragmentCache* fragments = nullptr;
+  // A random draw for the pod being placed (random). Drivers change it for every pod.
+  std::uint64_t draw = 0;
+};
 
 class Strategy {
  public:
@@ -29,6 +47,19 @@ class Strategy {
   // REQUIRES: the request fits on that GPU.
   virtual double score_gpu(const model::Node& node, const model::Gpu& gpu,
                            const model::GpuRequest& req) const = 0;
+
+  // The engine calls these two. Strategies that read the context override them; the others keep
+  // these defaults, which ignore it.
+  virtual double score_node_in(const ScoreContext& /*ctx*/, const model::Node& node,
+                               const model::GpuRequest& req) const {
+    return score_node(node, req);
+  }
+  virtual double score_gpu_in(const ScoreContext& /*ctx*/, const model::Node& node,
+                              const model::Gpu& gpu, const model::GpuRequest& req) const {
+    return score_gpu(node, gpu, req);
+  }
+  // True when scores depend on ScoreContext::draw, so they must not be reused across pods.
+  virtual bool uses_draw() const { return false; }
 };
 
 // The registry: every built-in strategy, by name. Returns nullptr for unknown names.

@@ -1,0 +1,82 @@
+// The GPU fragmentation measure of FGD (Weng et al., USENIX ATC '23), as the authors' simulator
+// computes it (docs/packing-benchmark.md §2.2-2.3). All amounts are in milli-GPU.
+//
+// For a node n and an expected pod shape m, F_n(m) is the idle GPU capacity of n that m could not
+// use: all of it when m cannot run on n now (too few GPUs with enough left, too little CPU, a model
+// it does not accept, or m needs no GPU at all), otherwise the GPUs with less left than m needs.
+// F_n(M) = sum of p_m F_n(m) over the workload mix M.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "gapless/model/node.h"
+#include "gapless/model/request.h"
+#include "gapless/placement/workload.h"
+
+namespace gapless::placement {
+
+double task_fragment(const model::Node& node, const TaskShape& m);
+double node_fragment(const model::Node& node, const WorkloadMix& mix);
+
+// F_n(M) after `req` would take `gpus` (GPU indices) on the node: a share takes its milli of each,
+// a whole request all of each; its CPU leaves the node too. Empty `gpus`: CPU only.
+double node_fragment_after(const model::Node& node, const WorkloadMix& mix,
+                           const model::GpuRequest& req, std::span<const int> gpus);
+
+// Stranding, the measure behind the gapless strategy: the idle GPU of the node that pods of shape
+// m, placed one after another until the next no longer fits, would leave unused. GPU room
+// (whole 1000-milli units for whole-GPU shapes, repeated shares per GPU otherwise), free CPU and
+// free memory each bound how many fit. F_n(m) looks one pod ahead; this sees, say, that 8 idle
+// GPUs beside 16 free cores are mostly stranded for 1-GPU pods asking 8 cores each. A shape
+// without GPUs, or one the node's models exclude, strands all idle GPU, as in F_n(m).
+double task_stranding(const model::Node& node, const TaskShape& m);
+double node_stranding(const model::Node& node, const WorkloadMix& mix);  // sum of p_m x that
+double node_stranding_after(const model::Node& node, const WorkloadMix& mix,
+                            const model::GpuRequest& req, std::span<const int> gpus);
+
+// F_n(M) (and stranding) of every node, kept current one node at a time: after a placement only
+// the node that changed is recomputed (update), and the cluster total moves by that node's
+// difference. Also remembers, per node and shape, which GPUs the shape's model list admits, so
+// scoring does not compare model strings.
+//
+// Nodes are identified by address: they must stay where they are (model::Cluster keeps them put).
+// Not thread-safe; REQUIRES: the mix outlives the cache.
+class FragmentCache {
+ public:
+  explicit FragmentCache(const WorkloadMix& mix) : mix_(&mix) {}
+
+  // Recomputes every node, e.g. after the mix changed.
+  void rebuild(std::span<const model::Node* const> nodes);
+  // Recomputes one node after a placement on it.
+  void update(const model::Node& node);
+
+  // Cached F_n(M); computed on the spot for a node the cache has not seen.
+  double fragment(const model::Node& node) const;
+  // node_fragment_after, using the cached model masks.
+  double fragment_after(const model::Node& node, const model::GpuRequest& req,
+                        std::span<const int> gpus) const;
+  // The same two for stranding (node_stranding, node_stranding_after).
+  double stranding(const model::Node& node) const;
+  double stranding_after(const model::Node& node, const model::GpuRequest& req,
+                         std::span<const int> gpus) const;
+  // Sum of F_n(M) over the nodes given to rebuild.
+  double total() const { return total_; }
+  const WorkloadMix& mix() const { return *mix_; }
+
+ private:
+  const std::uint64_t* access(const model::Node& node) const;
+
+  struct Slot {
+    double value = 0;                   // F_n(M)
+    double stranded = 0;                // node_stranding
+    std::vector<std::uint64_t> access;  // per mix entry: GPUs whose model the shape admits
+  };
+  const WorkloadMix* mix_;
+  std::unordered_map<const model::Node*, Slot> slots_;
+  double total_ = 0;
+};
+
+}  // namespace gapless::placement

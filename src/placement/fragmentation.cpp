@@ -1,0 +1,199 @@
+#include "gapless/placement/fragmentation.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "gapless/placement/demand.h"
+
+namespace gapless::placement {
+namespace {
+
+constexpr int kMaxGpus = model::LinkGraph::kMaxGpus;
+constexpr std::int64_t kUnlimited = std::numeric_limits<std::int64_t>::max();
+using Mask = std::uint64_t;
+
+// What the measure reads of a node: free milli per GPU and free CPU.
+struct NodeState {
+  int free[kMaxGpus];
+  int count = 0;
+  int idle = 0;                        // sum of free
+  std::int64_t cpu_free = kUnlimited;  // untracked: unlimited
+  std::int64_t mem_free = kUnlimited;
+
+  explicit NodeState(const model::Node& node) {
+    count = std::min<int>(static_cast<int>(node.gpus.size()), kMaxGpus);
+    for (int i = 0; i < count; ++i) idle += free[i] = free_milli(node.gpus[i]);
+    if (node.host.cpu_milli > 0) cpu_free = free_cpu_milli(node);
+    if (node.host.memory_mib > 0) mem_free = node.host.memory_mib - node.host_used.memory_mib;
+  }
+
+  void take(const model::Node& node, const model::GpuRequest& req, std::span<const int> gpus) {
+    if (cpu_free != kUnlimited) cpu_free -= req.host.cpu_milli;
+    if (mem_free != kUnlimited) mem_free -= req.host.memory_mib;
+    const int milli = milli_per_gpu(node, req);
+    for (int g : gpus) {
+      const int used = std::min(free[g], milli);
+      free[g] -= used;
+      idle -= used;
+    }
+  }
+};
+
+Mask all_gpus(int count) {
+  return count >= 64 ? ~Mask{0} : (Mask{1} << count) - 1;
+}
+
+// GPUs of the node whose model the shape admits.
+Mask access_of(const model::Node& node, const TaskShape& m) {
+  const int count = std::min<int>(static_cast<int>(node.gpus.size()), kMaxGpus);
+  if (m.models.empty()) return all_gpus(count);
+  model::GpuRequest probe;
+  probe.models = m.models;
+  Mask mask = 0;
+  for (int i = 0; i < count; ++i) {
+    if (model_allowed(node.gpus[i], probe)) mask |= Mask{1} << i;
+  }
+  return mask;
+}
+
+double fragment_of(const NodeState& s, const TaskShape& m, Mask access) {
+  if (m.gpus == 0 || access == 0 || s.cpu_free < m.cpu_milli || s.mem_free < m.memory_mib) {
+    return s.idle;
+  }
+  int fit = 0, fit_sum = 0;
+  for (int i = 0; i < s.count; ++i) {
+    if ((access >> i & 1) && s.free[i] >= m.milli) {
+      ++fit;
+      fit_sum += s.free[i];
+    }
+  }
+  return fit >= m.gpus ? s.idle - fit_sum : s.idle;
+}
+
+// Idle GPU that pods of shape m, placed one after another until one no longer fits, would leave
+// unused: GPU slots, CPU and memory all bound how many fit.
+double stranded_of(const NodeState& s, const TaskShape& m, Mask access) {
+  if (m.gpus == 0 || access == 0) return s.idle;
+  std::int64_t slots = 0;
+  for (int i = 0; i < s.count; ++i) {
+    if (access >> i & 1) slots += s.free[i] / m.milli;
+  }
+  std::int64_t copies = slots / m.gpus;
+  if (m.cpu_milli > 0 && s.cpu_free != kUnlimited) {
+    copies = std::min(copies, s.cpu_free / m.cpu_milli);
+  }
+  if (m.memory_mib > 0 && s.mem_free != kUnlimited) {
+    copies = std::min(copies, s.mem_free / m.memory_mib);
+  }
+  return s.idle - static_cast<double>(std::max<std::int64_t>(0, copies) * m.gpus * m.milli);
+}
+
+// Sum over the mix of p_m x measure(m). `access`: per mix entry, or null to derive it from the
+// node's models.
+template <typename Measure>
+double over_mix(const model::Node& node, const NodeState& s, const WorkloadMix& mix,
+                const Mask* access, Measure measure) {
+  double sum = 0;
+  for (std::size_t k = 0; k < mix.entries.size(); ++k) {
+    const auto& e = mix.entries[k];
+    const Mask a = access ? access[k] : access_of(node, e.shape);
+    sum += e.weight * measure(s, e.shape, a);
+  }
+  return sum;
+}
+
+double mix_fragment(const model::Node& node, const NodeState& s, const WorkloadMix& mix,
+                    const Mask* access) {
+  return over_mix(node, s, mix, access, fragment_of);
+}
+
+double mix_stranding(const model::Node& node, const NodeState& s, const WorkloadMix& mix,
+                     const Mask* access) {
+  return over_mix(node, s, mix, access, stranded_of);
+}
+
+}  // namespace
+
+double task_fragment(const model::Node& node, const TaskShape& m) {
+  return fragment_of(NodeState(node), m, access_of(node, m));
+}
+
+double node_fragment(const model::Node& node, const WorkloadMix& mix) {
+  return mix_fragment(node, NodeState(node), mix, nullptr);
+}
+
+double node_fragment_after(const model::Node& node, const WorkloadMix& mix,
+                           const model::GpuRequest& req, std::span<const int> gpus) {
+  NodeState s(node);
+  s.take(node, req, gpus);
+  return mix_fragment(node, s, mix, nullptr);
+}
+
+void FragmentCache::rebuild(std::span<const model::Node* const> nodes) {
+  slots_.clear();
+  total_ = 0;
+  for (const model::Node* n : nodes) {
+    Slot& slot = slots_[n];
+    for (const auto& e : mix_->entries) slot.access.push_back(access_of(*n, e.shape));
+    const NodeState s(*n);
+    slot.value = mix_fragment(*n, s, *mix_, slot.access.data());
+    slot.stranded = mix_stranding(*n, s, *mix_, slot.access.data());
+    total_ += slot.value;
+  }
+}
+
+void FragmentCache::update(const model::Node& node) {
+  auto it = slots_.find(&node);
+  if (it == slots_.end()) return;
+  const NodeState s(node);
+  const double value = mix_fragment(node, s, *mix_, it->second.access.data());
+  total_ += value - it->second.value;
+  it->second.value = value;
+  it->second.stranded = mix_stranding(node, s, *mix_, it->second.access.data());
+}
+
+double FragmentCache::fragment(const model::Node& node) const {
+  auto it = slots_.find(&node);
+  return it != slots_.end() ? it->second.value : node_fragment(node, *mix_);
+}
+
+const std::uint64_t* FragmentCache::access(const model::Node& node) const {
+  auto it = slots_.find(&node);
+  return it != slots_.end() ? it->second.access.data() : nullptr;
+}
+
+double FragmentCache::fragment_after(const model::Node& node, const model::GpuRequest& req,
+                                     std::span<const int> gpus) const {
+  NodeState s(node);
+  s.take(node, req, gpus);
+  return mix_fragment(node, s, *mix_, access(node));
+}
+
+double FragmentCache::stranding(const model::Node& node) const {
+  auto it = slots_.find(&node);
+  return it != slots_.end() ? it->second.stranded : node_stranding(node, *mix_);
+}
+
+double FragmentCache::stranding_after(const model::Node& node, const model::GpuRequest& req,
+                                      std::span<const int> gpus) const {
+  NodeState s(node);
+  s.take(node, req, gpus);
+  return mix_stranding(node, s, *mix_, access(node));
+}
+
+double task_stranding(const model::Node& node, const TaskShape& m) {
+  return stranded_of(NodeState(node), m, access_of(node, m));
+}
+
+double node_stranding(const model::Node& node, const WorkloadMix& mix) {
+  return mix_stranding(node, NodeState(node), mix, nullptr);
+}
+
+double node_stranding_after(const model::Node& node, const WorkloadMix& mix,
+                            const model::GpuRequest& req, std::span<const int> gpus) {
+  NodeState s(node);
+  s.take(node, req, gpus);
+  return mix_stranding(node, s, mix, nullptr);
+}
+
+}  // namespace gapless::placement

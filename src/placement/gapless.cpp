@@ -1,0 +1,154 @@
+// gapless: Gapless's own strategy (the default policy's). It learns nothing itself: it reads the
+// workload mix the driver learns online from the pods seen so far (ScoreContext::workload; no
+// oracle), and applies one of two rules by what the pod asks.
+//
+// A share (part of one GPU) goes to the GPU where it leaves the least *dead* room, cluster-wide.
+// What sinks GPU utilisation in a cluster of shares is the room left next to them that no later
+// share fits: the 190 milli beside an 810 share, say. A gap is dead when fewer than 5 % of the
+// shares in the mix fit it; dead room counts as waste for good, live room as a small expected
+// waste (40 milli, what a live gap is typically left with once filled), and opening a fresh GPU
+// costs 50 milli more, because whole-GPU pods need fresh GPUs. The share takes the GPU with the
+// least waste added; equals fall back to node order (preferring the node with the most CPU and
+// memory left did better on the default trace and far worse on multigpu and gpuspec). Plain best
+// fit (least room left) lands a 320 in a 530 gap, leaving 210 that nobody fits; this rule
+// prefers a 680 gap, whose 360 another 320 still fits.
+//
+// Whole GPUs and pods without GPUs: the least growth of *stranded* GPU under the mix
+// (fragmentation.h): the idle GPU that pods of each expected shape, placed one after another,
+// could not use because GPU room, CPU or memory runs out first. FGD's fragment looks one pod
+// ahead; this sees that 8 idle GPUs beside 16 free cores are mostly stranded for 1-GPU pods that
+// ask 8 cores each. Scores are cut to FGD's 0..100 scale, so near-equal nodes tie and fall back
+// to node order (keeping every digit measured slightly worse).
+//
+// Without a mix (no driver learning one), the request's own shape stands in for it.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include "gapless/placement/demand.h"
+#include "gapless/placement/fragmentation.h"
+#include "strategies.h"
+
+namespace gapless::placement {
+namespace {
+
+constexpr double kDeadBelow = 0.05;  // a gap fewer than this share of the shares fit is dead
+constexpr int kLiveGapWaste = 40;    // milli a live gap is expected to end with
+constexpr int kFreshGpuCost = 50;    // milli for opening a GPU nothing uses yet
+
+bool single_share(const model::GpuRequest& req) {
+  return req.kind == model::RequestKind::kShared && req.shared.count == 1 &&
+         req.shared.compute_milli < model::kFullComputeMilli;
+}
+
+// The mix to judge by: the context's, or the request alone.
+class MixView {
+ public:
+  MixView(const ScoreContext& ctx, const model::GpuRequest& req) {
+    if (ctx.workload != nullptr && !ctx.workload->empty()) {
+      mix_ = ctx.workload;
+    } else {
+      own_.entries.push_back({shape_of(req, true), 1.0});
+      mix_ = &own_;
+    }
+  }
+  const WorkloadMix& operator*() const { return *mix_; }
+
+ private:
+  const WorkloadMix* mix_;
+  WorkloadMix own_;
+};
+
+// The smallest gap that at least kDeadBelow of the shares fit; 1 when no shares are known.
+int live_gap(const WorkloadMix& mix) {
+  std::vector<std::pair<int, double>> from_entries;
+  if (mix.share_sizes.empty()) {  // a mix built by hand: its entries are all we know
+    for (const auto& e : mix.entries) {
+      if (e.shape.gpus == 1 && e.shape.milli > 0 && e.shape.milli < model::kFullComputeMilli) {
+        from_entries.emplace_back(e.shape.milli, e.weight);
+      }
+    }
+    std::sort(from_entries.begin(), from_entries.end());
+  }
+  const auto& shares = mix.share_sizes.empty() ? from_entries : mix.share_sizes;
+  double total = 0, fit = 0;
+  for (const auto& s : shares) total += s.second;
+  for (const auto& [milli, w] : shares) {
+    fit += w;
+    if (fit >= kDeadBelow * total) return milli;
+  }
+  return 1;
+}
+
+// Expected waste of `room` milli left on a GPU: all of it when dead, a little when live, none
+// on an untouched GPU.
+int gap_waste(int room, int live) {
+  if (room >= model::kFullComputeMilli) return 0;
+  return room < live ? room : kLiveGapWaste;
+}
+
+// Waste a share of `milli` adds on a GPU with `room` left.
+int added_waste(int room, int milli, int live) {
+  const int fresh = room >= model::kFullComputeMilli ? kFreshGpuCost : 0;
+  return gap_waste(room - milli, live) - gap_waste(room, live) + fresh;
+}
+
+// Added waste in -1000..1050 -> (0, 1], higher is better.
+double waste_score(int waste) {
+  return (2.0 * model::kFullComputeMilli - waste) / (3.0 * model::kFullComputeMilli);
+}
+
+long long stranding_score(double delta) {
+  return static_cast<long long>(1.0 / (1.0 + std::exp(-delta / 1000.0)) * 100);
+}
+
+}  // namespace
+
+double GaplessStrategy::score_node_in(const ScoreContext& ctx, const model::Node& node,
+                                      const model::GpuRequest& req) const {
+  const MixView mix(ctx, req);
+  if (single_share(req)) {
+    const int live = live_gap(*mix);
+    int best = 1 << 20;
+    for (const model::Gpu& g : node.gpus) {
+      if (can_serve_now(g, req)) {
+        best = std::min(best, added_waste(free_milli(g), req.shared.compute_milli, live));
+      }
+    }
+    return best == 1 << 20 ? 0.0 : waste_score(best);
+  }
+  // Whole GPUs: the lowest free indices, as the GPU-level score below picks them.
+  std::vector<int> gpus;
+  if (req.kind != model::RequestKind::kNone) {
+    for (const model::Gpu& g : node.gpus) {
+      if (static_cast<int>(gpus.size()) < req.units() && can_serve_now(g, req)) {
+        gpus.push_back(g.index);
+      }
+    }
+  }
+  // The driver's cache holds every node's stranding under this mix; without one, compute it.
+  const FragmentCache* cache = ctx.workload == &*mix ? ctx.fragments : nullptr;
+  const double delta =
+      cache ? cache->stranding(node) - cache->stranding_after(node, req, gpus)
+            : node_stranding(node, *mix) - node_stranding_after(node, *mix, req, gpus);
+  return hundredths(stranding_score(delta));
+}
+
+double GaplessStrategy::score_gpu_in(const ScoreContext& ctx, const model::Node& node,
+                                     const model::Gpu& gpu, const model::GpuRequest& req) const {
+  if (!single_share(req)) return tightest_gpu(node, gpu, req);
+  const MixView mix(ctx, req);
+  return waste_score(added_waste(free_milli(gpu), req.shared.compute_milli, live_gap(*mix)));
+}
+
+double GaplessStrategy::score_node(const model::Node& node, const model::GpuRequest& req) const {
+  return score_node_in(ScoreContext{}, node, req);
+}
+
+double GaplessStrategy::score_gpu(const model::Node& node, const model::Gpu& gpu,
+                                  const model::GpuRequest& req) const {
+  return score_gpu_in(ScoreContext{}, node, gpu, req);
+}
+
+}  // namespace gapless::placement

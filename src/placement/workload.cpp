@@ -1,0 +1,94 @@
+#include "gapless/placement/workload.h"
+
+#include "gapless/model/gpu.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace gapless::placement {
+namespace {
+
+std::string joined(const std::vector<std::string>& models) {
+  std::string out;
+  for (const std::string& m : models) out += (out.empty() ? "" : "|") + m;
+  return out;
+}
+
+}  // namespace
+
+bool shape_less(const TaskShape& a, const TaskShape& b) {
+  if (std::tie(a.cpu_milli, a.milli, a.gpus) != std::tie(b.cpu_milli, b.milli, b.gpus)) {
+    return std::tie(a.cpu_milli, a.milli, a.gpus) < std::tie(b.cpu_milli, b.milli, b.gpus);
+  }
+  if (a.models != b.models) return joined(a.models) < joined(b.models);
+  return a.memory_mib < b.memory_mib;
+}
+
+TaskShape shape_of(const model::GpuRequest& req, bool with_memory) {
+  TaskShape s;
+  s.cpu_milli = req.host.cpu_milli;
+  if (with_memory) s.memory_mib = req.host.memory_mib;
+  s.models = req.models;
+  switch (req.kind) {
+    case model::RequestKind::kNone:
+      s.models.clear();
+      break;
+    case model::RequestKind::kWhole:
+      s.milli = model::kFullComputeMilli;
+      s.gpus = req.whole;
+      break;
+    case model::RequestKind::kShared:
+      s.milli = req.shared.compute_milli > 0 ? req.shared.compute_milli : model::kFullComputeMilli;
+      s.gpus = req.shared.count;
+      break;
+    case model::RequestKind::kMig:
+    case model::RequestKind::kGpushare:
+      s.milli = model::kFullComputeMilli;
+      s.gpus = req.units();
+      break;
+  }
+  return s;
+}
+
+WorkloadMix typical_mix(const ShapeCounts& counts, double coverage) {
+  std::vector<std::pair<const TaskShape*, double>> order;
+  double total = 0;
+  for (const auto& [shape, n] : counts) {
+    order.emplace_back(&shape, n);
+    total += n;
+  }
+  // Count descending; equal counts: the larger shape first (GetTypicalPods sorts ascending by
+  // (count, shape) and reverses).
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    if (a.second != b.second) return a.second > b.second;
+    return shape_less(*b.first, *a.first);
+  });
+  WorkloadMix mix;
+  double kept = 0;
+  for (const auto& [shape, n] : order) {
+    if (kept >= coverage * total) break;
+    mix.entries.push_back({*shape, n});
+    kept += n;
+  }
+  for (auto& e : mix.entries) e.weight /= kept;
+  std::map<int, double> shares;
+  double share_total = 0;
+  for (const auto& [shape, n] : counts) {
+    if (shape.gpus == 1 && shape.milli > 0 && shape.milli < model::kFullComputeMilli) {
+      shares[shape.milli] += n;
+      share_total += n;
+    }
+  }
+  for (const auto& [milli, n] : shares) mix.share_sizes.emplace_back(milli, n / share_total);
+  return mix;
+}
+
+bool WorkloadLearner::observe(const TaskShape& shape) {
+  counts_[shape] += 1;
+  if (++seen_ < next_rebuild_) return false;
+  next_rebuild_ *= 2;
+  mix_ = typical_mix(counts_, coverage_);
+  return true;
+}
+
+}  // namespace gapless::placement
