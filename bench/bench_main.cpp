@@ -1,0 +1,157 @@
+// gapless-bench: replays the Alibaba GPU trace v2023 through the placement engine and compares
+// with the FGD paper's published numbers (docs/packing-benchmark.md).
+//
+//   gapless-bench --nodes NODE_CSV --pods POD_CSV [--pods ...] --policy P [--policy ...]
+//                 --seeds 42-51 [--json] [--markdown FILE] [--curves DIR]
+//
+// P is a strategy name (random, dotprod, clustering, packing, bestfit, fgd, ...) or a policy YAML
+// file. Runs (trace x policy x seed) are spread over --threads workers.
+#include <unistd.h>
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "gapless/placement/strategy.h"
+#include "gapless/policy/loader.h"
+#include "report.h"
+#include "sweep.h"
+
+using namespace gapless;
+
+namespace {
+
+Result<std::vector<int>> parse_seeds(const std::string& text) {
+  std::vector<int> seeds;
+  std::stringstream in(text);
+  std::string part;
+  try {
+    while (std::getline(in, part, ',')) {
+      const auto dash = part.find('-', 1);
+      const int lo = std::stoi(part.substr(0, dash));
+      const int hi = dash == std::string::npos ? lo : std::stoi(part.substr(dash + 1));
+      if (hi < lo || hi - lo > 100000) return Error{"--seeds: bad range \"" + part + "\""};
+      for (int s = lo; s <= hi; ++s) seeds.push_back(s);
+    }
+  } catch (const std::exception&) {
+    return Error{"--seeds: expected A-B or A,B,..., got \"" + text + "\""};
+  }
+  if (seeds.empty()) return Error{"--seeds: no seeds"};
+  return seeds;
+}
+
+Result<bench::PolicySetup> resolve_policy(const std::string& p, bool oracle_for_all) {
+  bench::PolicySetup setup;
+  setup.label = p;
+  if (const placement::Strategy* s = placement::find_strategy(p)) {
+    // The paper's setup: this one strategy decides both the node and the GPUs.
+    setup.profile.name = p;
+    setup.profile.node = {{s, 1.0}};
+    setup.profile.gpu = {{s, 1.0}};
+    setup.profile.gpu_weight = 0;
+    setup.profile.topology_weight = 0;
+    setup.oracle_mix = oracle_for_all || p == "fgd";  // FGD as published: the oracle mix
+    return setup;
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(p, ec)) {
+    std::string known;
+    for (auto n : placement::strategy_names())
+      known += (known.empty() ? "" : ", ") + std::string(n);
+    return Error{"--policy " + p + ": neither a strategy (" + known + ") nor a policy file"};
+  }
+  auto policy = policy::load_policy_file(p);
+  if (!policy) return Error{policy.error()};
+  std::string err;
+  const placement::Profile* profile = placement::select_profile(*policy, model::PodInfo{}, &err);
+  if (profile == nullptr) return Error{p + ": " + err};
+  setup.profile = *profile;
+  setup.oracle_mix = oracle_for_all;
+  return setup;
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) std::cerr << "gapless-bench: cannot write " << path << "\n";
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"gapless-bench: replay the Alibaba GPU trace v2023 through the Gapless engine"};
+  std::string nodes_path, seeds_text = "42-51", markdown_path, curves_dir, published_path;
+  std::vector<std::string> pod_paths, policy_names;
+  bool json = false, quiet = false, oracle = false;
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  double tune = 1.3;
+  app.add_option("--nodes", nodes_path, "node list CSV")->required();
+  app.add_option("--pods", pod_paths, "pod list CSV (repeatable)")->required()->take_last();
+  app.add_option("--policy", policy_names, "strategy name or policy YAML (repeatable)")->required();
+  app.add_option("--seeds", seeds_text, "seeds: A-B or A,B,... (default 42-51)");
+  app.add_flag("--json", json, "one JSON object per trace x policy on stdout");
+  app.add_option("--markdown", markdown_path, "also write the results table to this file");
+  app.add_option("--curves", curves_dir, "write CSV curves (trace_policy.csv) into this folder");
+  app.add_option("--published", published_path,
+                 "the FGD paper's summary_by_trace_policy.csv (default: next to the node list)");
+  app.add_option("--threads", threads, "parallel runs (default: all cores)");
+  app.add_option("--tune", tune, "arrived GPU request as a multiple of capacity (default 1.3)");
+  app.add_flag("--oracle-mix", oracle, "every policy scores against the trace's typical pods");
+  app.add_flag("--quiet", quiet, "no progress on stderr");
+  for (auto* opt : {app.get_option("--pods"), app.get_option("--policy")})
+    opt->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  CLI11_PARSE(app, argc, argv);
+
+  auto seeds = parse_seeds(seeds_text);
+  if (!seeds) return std::cerr << "gapless-bench: " << seeds.error() << "\n", 2;
+  bench::SweepInput in;
+  in.seeds = *seeds;
+  in.tune = tune;
+  for (const std::string& p : policy_names) {
+    auto setup = resolve_policy(p, oracle);
+    if (!setup) return std::cerr << "gapless-bench: " << setup.error() << "\n", 2;
+    in.policies.push_back(std::move(*setup));
+  }
+  if (auto err = bench::load_inputs(nodes_path, pod_paths, &in); !err.empty()) {
+    return std::cerr << "gapless-bench: " << err << "\n", 1;
+  }
+  if (published_path.empty()) {
+    const auto guess = std::filesystem::path(nodes_path).parent_path() /
+                       "fgd-atc23-expected-results" / "summary_by_trace_policy.csv";
+    if (std::filesystem::exists(guess)) published_path = guess.string();
+  }
+  bench::PublishedTable published;
+  if (!published_path.empty()) {
+    auto table = bench::load_published(published_path);
+    if (!table) return std::cerr << "gapless-bench: " << table.error() << "\n", 1;
+    published = std::move(*table);
+  }
+
+  const bool tty = isatty(STDERR_FILENO);
+  const std::vector<bench::Cell> cells =
+      bench::run_sweep(in, threads, quiet ? bench::Progress{} : bench::stderr_progress(tty));
+
+  for (const bench::Cell& c : cells) {
+    const std::string strategy = c.policy;
+    auto pub = published.find({c.trace, strategy});
+    if (json)
+      std::cout << bench::json_line(c, pub == published.end() ? nullptr : &pub->second) << "\n";
+  }
+  const std::string table = bench::markdown_table(cells, published);
+  if (!json) std::cout << table;
+  if (!markdown_path.empty() && !write_file(markdown_path, table)) return 1;
+  if (!curves_dir.empty()) {
+    std::filesystem::create_directories(curves_dir);
+    for (const bench::Cell& c : cells) {
+      const auto file = std::filesystem::path(curves_dir) /
+                        (c.trace + "_" + bench::policy_column(c.policy) + ".csv");
+      if (!write_file(file.string(), bench::curve_csv(c))) return 1;
+    }
+  }
+  return 0;
+}

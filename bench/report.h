@@ -1,0 +1,52 @@
+// What gapless-bench prints: one JSON object per (trace, policy), a markdown table next to the
+// FGD paper's published numbers, and CSV curves over arrived %.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gapless/model/result.h"
+#include "metrics.h"
+
+namespace gapless::bench {
+
+// The published mean and sd of unallocated GPU % at arrived 100 % and 130 % (the authors'
+// results, summary_by_trace_policy.csv).
+struct Published {
+  double mean100 = 0, sd100 = 0, mean130 = 0, sd130 = 0;
+};
+// Keyed by (trace name as trace_name() gives it, strategy name: random, dotprod, ...).
+using PublishedTable = std::map<std::pair<std::string, std::string>, Published>;
+Result<PublishedTable> load_published(const std::string& path);
+
+// Every seed's run of one policy on one trace.
+struct Cell {
+  std::string trace;
+  std::string policy;  // label as given on the command line
+  std::vector<int> seeds;
+  std::vector<Curve> curves;    // per seed
+  std::vector<double> seconds;  // per seed
+  std::vector<int> failed;      // per seed: pods dropped
+
+  Summary unallocated(int arrived) const;  // 100 - alloc at that bucket, over seeds
+  Summary frag_amount(int arrived) const;
+  Summary frag_ratio(int arrived) const;
+};
+
+// Short name of a policy label for tables: a YAML path's file stem, else the label.
+std::string policy_column(const std::string& label);
+
+// One line: trace, policy, seeds, unallocated_mean/sd (arrived 100 %), unallocated130_mean/sd,
+// frag amount and ratio at 100 %, seconds per run, failed pods, and the published numbers when
+// known.
+std::string json_line(const Cell& cell, const Published* published);
+
+// Rows: traces; columns: policies. Each cell "ours (published)" at arrived 100 %.
+std::string markdown_table(const std::vector<Cell>& cells, const PublishedTable& published);
+
+// CSV over arrived 0..130: unallocated mean/sd/median, frag amount and ratio means.
+std::string curve_csv(const Cell& cell);
+
+}  // namespace gapless::bench

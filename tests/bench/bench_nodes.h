@@ -1,0 +1,46 @@
+// Small hand-built trace nodes and requests for the bench tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gapless/model/node.h"
+#include "gapless/model/request.h"
+#include "trace.h"
+
+namespace gapless::bench::testing {
+
+// A trace node whose GPUs have used[i] milli taken (1000: held whole, by pods of `whole_set`
+// GPUs each) and `cpu_used` of its CPU.
+inline model::Node node_with(const std::string& name, std::int64_t cpu, int gpus,
+                             const std::vector<int>& used, std::int64_t cpu_used = 0,
+                             const std::string& gpu_model = "T4", int whole_set = 1) {
+  model::Node n = to_node({name, cpu, 1 << 20, gpus, gpu_model});
+  int whole_gpus = 0;
+  for (std::size_t i = 0; i < used.size(); ++i) {
+    model::GpuUsage& u = n.gpus[i].used;
+    if (used[i] >= 1000) {
+      u.whole = true;
+      ++whole_gpus;
+    } else if (used[i] > 0) {
+      u.shared_pods = 1;
+      u.compute_used_milli = used[i];
+    }
+  }
+  if (whole_gpus > 0) n.whole_pods[whole_set] = whole_gpus / whole_set;
+  n.host_used.cpu_milli = cpu_used;
+  return n;
+}
+
+inline model::GpuRequest share(int milli, std::int64_t cpu = 0,
+                               std::vector<std::string> models = {}) {
+  return to_request({"p", cpu, 0, 1, milli, std::move(models)});
+}
+inline model::GpuRequest whole(int gpus, std::int64_t cpu = 0) {
+  return to_request({"p", cpu, 0, gpus, 1000, {}});
+}
+inline model::GpuRequest cpu_only(std::int64_t cpu) {
+  return to_request({"p", cpu, 0, 0, 0, {}});
+}
+
+}  // namespace gapless::bench::testing
