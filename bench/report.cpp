@@ -165,13 +165,14 @@ std::string markdown_table(const std::vector<Cell>& cells, const PublishedTable&
 }
 
 std::string curve_csv(const Cell& cell) {
+  auto field = [](double x) { return std::isnan(x) ? std::string() : num(x, 3); };
   std::ostringstream o;
   o << "arrived_pct,unallocated_mean,unallocated_sd,unallocated_median,frag_amount_mean,"
        "frag_ratio_mean\n";
   for (int a = 0; a < kBuckets; ++a) {
     const Summary u = cell.unallocated(a);
-    o << a << "," << num(u.mean, 3) << "," << num(u.sd, 3) << "," << num(u.median, 3) << ","
-      << num(cell.frag_amount(a).mean, 3) << "," << num(cell.frag_ratio(a).mean, 3) << "\n";
+    o << a << "," << field(u.mean) << "," << field(u.sd) << "," << field(u.median) << ","
+      << field(cell.frag_amount(a).mean) << "," << field(cell.frag_ratio(a).mean) << "\n";
   }
   return o.str();
 }
