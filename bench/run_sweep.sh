@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Regenerates bench/results/ (the tables in bench/README.md): builds gapless-bench (Release) and
+# replays the 17 published trace variants, seeds 42-51, with the FGD paper's six baselines and
+# Gapless's own strategy, then the extender's shipped policies.
+#
+#   bench/run_sweep.sh                 # traces from ../shared/traces/alibaba-gpu-v2023
+#   TRACES=/path/to/csv bench/run_sweep.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+traces=${TRACES:-$root/../shared/traces/alibaba-gpu-v2023}
+build=${BUILD:-$root/build-bench}
+out=$root/bench/results
+
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j2 --target gapless-bench
+
+pods=()
+for t in default cpu050 cpu100 cpu200 cpu250 gpushare40 gpushare60 gpushare80 gpushare100 \
+         gpuspec10 gpuspec20 gpuspec25 gpuspec33 multigpu20 multigpu30 multigpu40 multigpu50; do
+  pods+=(--pods "$traces/openb_pod_list_$t.csv")
+done
+mkdir -p "$out/curves" "$build/curves"
+cd "$root"
+"$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" "${pods[@]}" \
+  --policy random --policy dotprod --policy clustering --policy packing --policy bestfit \
+  --policy fgd --policy gapless --seeds 42-51 --json \
+  --markdown "$out/table.md" --curves "$build/curves" >"$out/results.jsonl"
+cp "$build"/curves/default_*.csv "$out/curves/"
+"$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" "${pods[@]}" \
+  --policy policies/default.yaml --policy bundle --policy spread --seeds 42-51 --json \
+  --markdown "$out/table_policies.md" >"$out/results_policies.jsonl"
