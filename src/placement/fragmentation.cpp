@@ -135,21 +135,23 @@ void FragmentCache::rebuild(std::span<const model::Node* const> nodes) {
   for (const model::Node* n : nodes) {
     Slot& slot = slots_[n];
     for (const auto& e : mix_->entries) slot.access.push_back(access_of(*n, e.shape));
-    const NodeState s(*n);
-    slot.value = mix_fragment(*n, s, *mix_, slot.access.data());
-    slot.stranded = mix_stranding(*n, s, *mix_, slot.access.data());
-    total_ += slot.value;
+    total_ += refresh(*n, slot);
   }
+}
+
+double FragmentCache::refresh(const model::Node& node, Slot& slot) const {
+  const NodeState s(node);
+  const double value = mix_fragment(node, s, *mix_, slot.access.data());
+  const double delta = value - slot.value;
+  slot.value = value;
+  slot.stranded = mix_stranding(node, s, *mix_, slot.access.data());
+  return delta;
 }
 
 void FragmentCache::update(const model::Node& node) {
   auto it = slots_.find(&node);
   if (it == slots_.end()) return;
-  const NodeState s(node);
-  const double value = mix_fragment(node, s, *mix_, it->second.access.data());
-  total_ += value - it->second.value;
-  it->second.value = value;
-  it->second.stranded = mix_stranding(node, s, *mix_, it->second.access.data());
+  total_ += refresh(node, it->second);
 }
 
 double FragmentCache::fragment(const model::Node& node) const {

@@ -75,6 +75,8 @@ class FragmentCache {
     std::vector<std::uint64_t> access;  // per mix entry: GPUs whose model the shape admits
   };
   const WorkloadMix* mix_;
+  // Recomputes a slot's fragment and stranding from the node's state; returns the change in value.
+  double refresh(const model::Node& node, Slot& slot) const;
   std::unordered_map<const model::Node*, Slot> slots_;
   double total_ = 0;
 };
