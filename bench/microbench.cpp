@@ -1,86 +1,126 @@
-// gapless-microbench: in-process latency of filter + prioritize for one pod against generated
-// clusters (no HTTP, no JSON): the engine's own share of each kube-scheduler cycle.
+// gapless-microbench: latency and throughput of the extender's verbs on generated clusters of
+// 8-GPU nodes (HGX H100, DGX-1 V100, A100 with MIG, T4 PCIe), half full, with a stream of pods
+// (whole 1/2/4/8, shared, MIG), each filtered, prioritized and bound, the oldest released after
+// every bind.
 //
-//   gapless-microbench [--nodes 1000,5000] [--iterations 300] [--fill 0.5]
+//   gapless-microbench                           # 1,000 / 5,000 / 10,000 nodes, every mode
+//   gapless-microbench --nodes 5000 --modes engine --pods 2000
+//
+// Modes: engine (in-process, no JSON, with and without the verdict cache), http (nodeCache:
+// NodeNames), http-full (full-node: Node objects in every request). Prints one markdown table.
+#include <malloc.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <sstream>
+#include <fstream>
+#include <set>
+#include <string>
 
-#include "gapless/placement/engine.h"
+#include "latency_runs.h"
 #include "synthetic_cluster.h"
 
 using namespace gapless;
 
 namespace {
 
-struct Shape {
-  const char* name;
-  model::GpuRequest req;
-};
-
-std::vector<Shape> shapes() {
-  std::vector<Shape> out;
-  model::GpuRequest r;
-  r.kind = model::RequestKind::kWhole;
-  r.whole = 1;
-  out.push_back({"1 whole GPU", r});
-  r.whole = 2;
-  r.topology = model::TopologyWish::kNvlinkPreferred;
-  out.push_back({"2 whole GPUs, nvlink-preferred", r});
-  r.whole = 4;
-  r.topology = model::TopologyWish::kNvlinkRequired;
-  out.push_back({"4 whole GPUs, nvlink-required", r});
-  r = {};
-  r.kind = model::RequestKind::kShared;
-  r.shared = {16384, 300, 1};
-  out.push_back({"shared 16 GiB / 300 milli", r});
-  r = {};
-  r.kind = model::RequestKind::kMig;
-  r.mig_profile = "3g.40gb";
-  r.mig_count = 1;
-  out.push_back({"MIG 3g.40gb", r});
-  return out;
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
 }
 
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))];
+// Resident set size of this process, in MiB (Linux).
+double rss_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmRSS:") {
+      double kib = 0;
+      status >> kib;
+      return kib / 1024.0;
+    }
+    status.ignore(1 << 20, '\n');
+  }
+  return 0;
+}
+
+// Heap bytes the model of `nodes` nodes takes, per GPU (allocations of the fill included).
+double model_bytes_per_gpu(int nodes, double fill) {
+  const std::size_t before = mallinfo2().uordblks;
+  const model::Cluster c = bench::synthetic_cluster(nodes, fill, 42);
+  const std::size_t after = mallinfo2().uordblks;
+  return static_cast<double>(after - before) / (nodes * 8.0);
+}
+
+void print_run(int nodes, const bench::LatencyRun& run, int clients) {
+  const double pairs_per_s = run.pods / run.wall_s;
+  std::string extra;
+  if (run.cache_hits + run.cache_misses > 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, ", cache hits %.1f %%",
+                  100.0 * run.cache_hits / static_cast<double>(run.cache_hits + run.cache_misses));
+    extra = buf;
+  }
+  for (const char* verb : {"filter", "prioritize", "filter+prioritize", "bind"}) {
+    auto it = run.ms.find(verb);
+    if (it == run.ms.end()) continue;
+    const auto& v = it->second;
+    std::printf("| %d | %s | %d | %s | %zu | %.3f | %.3f | %.3f | %.0f |\n", nodes,
+                run.mode.c_str(), run.mode.rfind("http", 0) == 0 ? clients : 1, verb, v.size(),
+                percentile(v, 0.5), percentile(v, 0.99), *std::max_element(v.begin(), v.end()),
+                pairs_per_s);
+  }
+  std::fprintf(stderr, "  %d nodes, %s: %d pods, %d bound, %.2f s%s, RSS %.0f MiB\n", nodes,
+               run.mode.c_str(), run.pods, run.bound, run.wall_s, extra.c_str(), rss_mib());
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"gapless-microbench: in-process filter+prioritize latency"};
-  std::vector<int> sizes = {1000, 5000};
-  int iterations = 300;
+  CLI::App app{"gapless-microbench: extender verb latency and throughput"};
+  std::vector<int> sizes = {1000, 5000, 10000};
+  std::vector<std::string> modes = {"engine", "http", "http-full"};
+  int pods = 1000;
+  int full_pods = 40;
+  int clients = 2;
   double fill = 0.5;
+  bool baseline = true;
   app.add_option("--nodes", sizes, "cluster sizes (8 GPUs per node)")->delimiter(',');
-  app.add_option("--iterations", iterations, "timed filter+prioritize pairs per case");
-  app.add_option("--fill", fill, "fraction of GPUs taken before timing");
+  app.add_option("--modes", modes, "engine, http, http-full")->delimiter(',');
+  app.add_option("--pods", pods, "pods in the stream (engine, http)");
+  app.add_option("--full-pods", full_pods, "pods in the stream for http-full (slow: MBs per call)");
+  app.add_option("--clients", clients, "concurrent HTTP clients");
+  app.add_option("--fill", fill, "fraction of GPUs taken before the stream starts");
+  app.add_flag("!--no-baseline", baseline, "engine: skip the run without the verdict cache");
   CLI11_PARSE(app, argc, argv);
 
-  const placement::Policy policy = placement::builtin_policy();
-  std::printf("| nodes | GPUs | pod | passed | p50 ms | p99 ms | max ms |\n");
-  std::printf("|---:|---:|---|---:|---:|---:|---:|\n");
+  std::printf("| nodes | mode | clients | verb | calls | p50 ms | p99 ms | max ms | pods/s |\n");
+  std::printf("|---:|---|---:|---|---:|---:|---:|---:|---:|\n");
   for (int n : sizes) {
-    const model::Cluster cluster = bench::synthetic_cluster(n, fill, 42);
-    std::vector<std::string> names;
-    for (const model::Node* node : cluster.nodes()) names.push_back(node->name);
-    for (const Shape& s : shapes()) {
-      std::vector<double> ms;
-      std::size_t passed = 0;
-      for (int i = 0; i < iterations; ++i) {
-        const auto t0 = std::chrono::steady_clock::now();
-        auto f = placement::filter(cluster, s.req, names);
-        auto scores = placement::prioritize(cluster, s.req, policy.profiles[0], f.passed);
-        const auto t1 = std::chrono::steady_clock::now();
-        passed = f.passed.size() + (scores.empty() ? 0 : 0);
-        ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    std::fprintf(stderr, "%d nodes x 8 GPUs: model %.0f bytes per GPU\n", n,
+                 model_bytes_per_gpu(n, fill));
+    bench::LatencyOptions o;
+    o.nodes = n;
+    o.fill = fill;
+    o.clients = clients;
+    for (const std::string& mode : modes) {
+      if (mode == "engine") {
+        const auto stream = bench::pod_stream(pods, 7);
+        if (baseline) {
+          o.cache = false;
+          print_run(n, bench::run_engine(stream, o), 1);
+        }
+        o.cache = true;
+        print_run(n, bench::run_engine(stream, o), 1);
+      } else if (mode == "http" || mode == "http-full") {
+        o.full_node = mode == "http-full";
+        print_run(n, bench::run_http(bench::pod_stream(o.full_node ? full_pods : pods, 7), o),
+                  clients);
+      } else {
+        std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+        return 2;
       }
-      std::printf("| %d | %d | %s | %zu | %.3f | %.3f | %.3f |\n", n, n * 8, s.name, passed,
-                  percentile(ms, 0.50), percentile(ms, 0.99), *std::max_element(ms.begin(), ms.end()));
     }
   }
   return 0;

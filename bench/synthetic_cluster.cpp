@@ -64,8 +64,8 @@ model::Cluster synthetic_cluster(int nodes, double fill, std::uint32_t seed) {
     if (shape < 6) {
       req.kind = model::RequestKind::kWhole;
       req.whole = shape < 3 ? 1 : shape < 5 ? 2 : 4;
-      req.topology = req.whole >= 2 ? model::TopologyWish::kNvlinkPreferred
-                                    : model::TopologyWish::kNone;
+      req.topology =
+          req.whole >= 2 ? model::TopologyWish::kNvlinkPreferred : model::TopologyWish::kNone;
     } else {
       req.kind = model::RequestKind::kShared;
       req.shared = {8192, 250, 1};

@@ -1,6 +1,7 @@
 #include "gapless/model/cluster.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 namespace gapless::model {
@@ -188,12 +189,30 @@ void Cluster::upsert_node(Node node) {
                           a->pod_ns + "/" + a->pod_name + " (" + s.error() + ")";
     }
   }
+  if (auto old = nodes_.find(node.name); old != nodes_.end()) {
+    node.slot = old->second.slot;
+  } else if (!free_slots_.empty()) {
+    node.slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    node.slot = static_cast<std::uint32_t>(slot_count_++);
+  }
+  touch(node);
   const std::string name = node.name;
   nodes_.insert_or_assign(name, std::move(node));
 }
 
+void Cluster::touch(Node& node) {
+  // Process-wide, so two clusters (or a node removed and added again) never share a generation.
+  static std::atomic<std::uint64_t> clock{0};
+  node.generation = ++clock;
+}
+
 bool Cluster::remove_node(const std::string& name) {
-  if (nodes_.erase(name) == 0) return false;
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return false;
+  free_slots_.push_back(it->second.slot);
+  nodes_.erase(it);
   std::erase_if(allocations_, [&](const auto& kv) {
     if (kv.second.node != name) return false;
     stranded_.erase(kv.first);
@@ -226,6 +245,7 @@ Status Cluster::apply(const Allocation& a, bool allow_fenced) {
     return fail("node " + a.node + " is fenced: " + it->second.fence_reason);
   }
   if (Status s = apply_allocation(it->second, a); !s) return s;
+  touch(it->second);
   allocations_.emplace(a.pod_uid, a);
   return Status::Ok();
 }
@@ -237,7 +257,10 @@ bool Cluster::release(const std::string& pod_uid) {
   auto it = allocations_.find(pod_uid);
   if (it == allocations_.end()) return false;
   auto n = nodes_.find(it->second.node);
-  if (n != nodes_.end() && stranded_.erase(pod_uid) == 0) unapply_allocation(n->second, it->second);
+  if (n != nodes_.end()) {
+    if (stranded_.erase(pod_uid) == 0) unapply_allocation(n->second, it->second);
+    touch(n->second);
+  }
   allocations_.erase(it);
   return true;
 }
@@ -257,7 +280,10 @@ std::vector<const Allocation*> Cluster::allocations() const {
 }
 
 void Cluster::fence(const std::string& node, const std::string& reason) {
-  if (auto it = nodes_.find(node); it != nodes_.end()) it->second.fence_reason = reason;
+  if (auto it = nodes_.find(node); it != nodes_.end()) {
+    it->second.fence_reason = reason;
+    touch(it->second);
+  }
 }
 
 }  // namespace gapless::model

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 #include <string_view>
 #include <unordered_set>
 
@@ -10,40 +11,99 @@
 
 namespace gapless::placement {
 
-// Duplicate names are rare; rather than hashing every name into a set (an allocation per node),
-// passing nodes are deduplicated afterwards and rejections merge in their maps.
+namespace {
+
+// QuickFit packed into a cache value and back.
+std::int32_t pack(QuickFit f) {
+  return static_cast<std::int32_t>(f.code) << 8 | static_cast<std::int32_t>(f.why);
+}
+QuickFit unpack(std::int32_t v) {
+  return QuickFit{static_cast<FitCode>(v >> 8), static_cast<FitReason>(v & 0xff)};
+}
+
+constexpr std::size_t kNoReason = static_cast<std::size_t>(-1);
+
+std::unordered_map<std::string, std::string> rejections_where(const FilterResult& r,
+                                                              bool unresolvable, bool labels) {
+  std::unordered_map<std::string, std::string> out;
+  for (const FilterResult::Rejection& x : r.rejected) {
+    const FilterResult::Reason& why = r.reasons[x.reason];
+    if (labels) {
+      out.emplace(x.node, std::string(why.label));
+    } else if (why.unresolvable == unresolvable) {
+      out.emplace(x.node, why.text);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::unordered_map<std::string, std::string> FilterResult::failed() const {
+  return rejections_where(*this, false, false);
+}
+std::unordered_map<std::string, std::string> FilterResult::unresolvable() const {
+  return rejections_where(*this, true, false);
+}
+std::unordered_map<std::string, std::string> FilterResult::labels() const {
+  return rejections_where(*this, false, true);
+}
+
+// The hot path of every pod: no allocation per node beyond the output names. A name given twice
+// is reported once: known nodes are recognised by their slot, unknown ones (rare) by name.
 FilterResult filter(const model::Cluster& cluster, const model::GpuRequest& req,
-                    const std::vector<std::string>& nodes) {
+                    const std::vector<std::string>& nodes, VerdictCache* cache) {
+  std::optional<VerdictCache::Lease> lease;
+  if (cache != nullptr) lease.emplace(cache->lease(req, nullptr, cluster.slot_count()));
+  auto verdict = [&](const model::Node& node) {
+    std::int32_t v = 0;
+    if (lease && lease->get(node, &v)) return unpack(v);
+    const QuickFit fit = quick_fit(node, req);
+    if (lease) lease->put(node, pack(fit));
+    return fit;
+  };
+
   FilterResult out;
   out.passed.reserve(nodes.size());
-  // Reason texts depend only on the request: render each once per call.
-  std::array<std::string, 16> reason_text;
+  std::vector<bool> seen(cluster.slot_count());
+  std::unordered_set<std::string_view> unknown_seen;
+  // Index into out.reasons per FitReason, and for unknown nodes.
+  std::array<std::size_t, 32> reason_index;
+  reason_index.fill(kNoReason);
+  std::size_t unknown_reason = kNoReason;
+  auto reject = [&](const std::string& name, std::size_t* index, auto make_reason) {
+    if (*index == kNoReason) {
+      *index = out.reasons.size();
+      out.reasons.push_back(make_reason());
+    }
+    out.rejected.push_back({name, *index});
+  };
+
   for (const std::string& name : nodes) {
     const model::Node* node = cluster.find_node(name);
     if (node == nullptr) {
+      if (!unknown_seen.insert(name).second) continue;
       if (req.kind == model::RequestKind::kNone) {
         out.passed.push_back(name);
         continue;
       }
-      out.unresolvable.emplace(name, "gapless: node is not in Gapless's inventory");
-      out.labels.emplace(name, "unknown_node");
+      reject(name, &unknown_reason, [] {
+        return FilterResult::Reason{"gapless: node is not in Gapless's inventory", "unknown_node",
+                                    true};
+      });
       continue;
     }
-    const QuickFit fit = quick_fit(*node, req);
+    if (seen[node->slot]) continue;
+    seen[node->slot] = true;
+    const QuickFit fit = verdict(*node);
     if (fit.code == FitCode::kFits) {
       out.passed.push_back(name);
       continue;
     }
-    std::string& text = reason_text[static_cast<std::size_t>(fit.why)];
-    if (text.empty()) text = describe(fit.why, req);
-    (fit.code == FitCode::kUnresolvable ? out.unresolvable : out.failed).emplace(name, text);
-    out.labels.emplace(name, label(fit.why));
-  }
-  std::vector<std::string_view> sorted(out.passed.begin(), out.passed.end());
-  std::sort(sorted.begin(), sorted.end());
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    std::unordered_set<std::string> seen;
-    std::erase_if(out.passed, [&](const std::string& n) { return !seen.insert(n).second; });
+    reject(name, &reason_index.at(static_cast<std::size_t>(fit.why)), [&] {
+      return FilterResult::Reason{describe(fit.why, req), label(fit.why),
+                                  fit.code == FitCode::kUnresolvable};
+    });
   }
   return out;
 }
@@ -96,13 +156,29 @@ double score_fitting_node(const model::Node& node, const model::GpuRequest& req,
 }
 
 std::vector<int> prioritize(const model::Cluster& cluster, const model::GpuRequest& req,
-                            const Profile& profile, const std::vector<std::string>& nodes) {
+                            const Profile& profile, const std::vector<std::string>& nodes,
+                            VerdictCache* cache) {
+  std::optional<VerdictCache::Lease> lease;
+  if (cache != nullptr && scores_are_cacheable(profile)) {
+    lease.emplace(cache->lease(req, &profile, cluster.slot_count()));
+  }
   std::vector<int> scores;
   scores.reserve(nodes.size());
   for (const std::string& name : nodes) {
     const model::Node* node = cluster.find_node(name);
-    const double s = node == nullptr ? -1.0 : score_node(*node, req, profile);
-    scores.push_back(s < 0 ? 0 : static_cast<int>(std::lround(10.0 * s)));
+    if (node == nullptr) {
+      scores.push_back(0);
+      continue;
+    }
+    std::int32_t cached = 0;
+    if (lease && lease->get(*node, &cached)) {
+      scores.push_back(cached);
+      continue;
+    }
+    const double s = score_node(*node, req, profile);
+    const int score = s < 0 ? 0 : static_cast<int>(std::lround(10.0 * s));
+    if (lease) lease->put(*node, score);
+    scores.push_back(score);
   }
   return scores;
 }

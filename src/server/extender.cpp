@@ -40,7 +40,9 @@ std::string filter_error(const std::string& message) {
                          {"Error", message}});
 }
 
-std::string error_only(const std::string& message) { return wire::dump(json{{"Error", message}}); }
+std::string error_only(const std::string& message) {
+  return wire::dump(json{{"Error", message}});
+}
 
 // What filter and prioritize both read: the pod and the candidate nodes.
 struct ExtenderArgs {
@@ -63,33 +65,46 @@ Result<ExtenderArgs> parse_args(std::string_view body) {
   return ExtenderArgs{std::move(*args), std::move(*parsed), std::move(*names), full};
 }
 
-std::string pod_key(const model::PodInfo& p) { return p.ns + "/" + p.name; }
+std::string pod_key(const model::PodInfo& p) {
+  return p.ns + "/" + p.name;
+}
 
 }  // namespace
 
 Extender::Extender(model::Cluster cluster, placement::Policy policy, Binder& binder,
                    Metrics& metrics)
     : cluster_(std::move(cluster)),
-      policy_(std::make_shared<const placement::Policy>(std::move(policy))),
+      policy_(std::make_shared<const LoadedPolicy>(std::move(policy))),
       binder_(binder),
       metrics_(metrics) {}
 
-std::shared_ptr<const placement::Policy> Extender::current_policy() const {
+std::shared_ptr<const Extender::LoadedPolicy> Extender::current() const {
   std::lock_guard lock(policy_mu_);
   return policy_;
 }
 
+std::shared_ptr<const placement::Policy> Extender::current_policy() const {
+  auto loaded = current();
+  return {loaded, &loaded->policy};  // shares ownership of the LoadedPolicy
+}
+
 void Extender::set_policy(placement::Policy policy) {
-  auto p = std::make_shared<const placement::Policy>(std::move(policy));
+  auto p = std::make_shared<const LoadedPolicy>(std::move(policy));
   std::lock_guard lock(policy_mu_);
   policy_ = std::move(p);
 }
 
-std::string Extender::policy_source() const { return current_policy()->source; }
+std::string Extender::policy_source() const {
+  return current_policy()->source;
+}
 
-void Extender::set_readiness(std::function<bool()> ready) { ready_ = std::move(ready); }
+void Extender::set_readiness(std::function<bool()> ready) {
+  ready_ = std::move(ready);
+}
 
-bool Extender::ready() const { return !ready_ || ready_(); }
+bool Extender::ready() const {
+  return !ready_ || ready_();
+}
 
 void Extender::mutate(const std::function<void(model::Cluster&)>& f) {
   std::unique_lock lock(model_mu_);
@@ -109,24 +124,33 @@ std::string Extender::filter(std::string_view body) {
   }
   // Resolve the profile now so a pod naming a missing one fails here, visibly, not at bind.
   std::string policy_error;
-  if (placement::select_profile(*current_policy(), args->pod.info, &policy_error) == nullptr) {
+  const auto loaded = current();
+  if (placement::select_profile(loaded->policy, args->pod.info, &policy_error) == nullptr) {
     timer.fail();
     return filter_error(policy_error);
   }
   placement::FilterResult r;
   {
     std::shared_lock lock(model_mu_);
-    r = placement::filter(cluster_, args->pod.request, args->nodes);
+    r = placement::filter(cluster_, args->pod.request, args->nodes, &loaded->cache);
   }
   // Pods without GPUs too: with managedResources empty, kube-scheduler binds them through us.
   pending_.remember(args->pod);
-  for (const auto& [node, label] : r.labels) metrics_.count_rejection(label);
+  std::vector<std::size_t> per_reason(r.reasons.size());
+  json failed = json::object();
+  json unresolvable = json::object();
+  for (auto& [node, reason] : r.rejected) {
+    ++per_reason[reason];
+    (r.reasons[reason].unresolvable ? unresolvable : failed)[std::move(node)] =
+        r.reasons[reason].text;
+  }
+  for (std::size_t i = 0; i < r.reasons.size(); ++i) {
+    metrics_.count_rejection(std::string(r.reasons[i].label), static_cast<double>(per_reason[i]));
+  }
 
   json out;
-  out["FailedNodes"] = json::object();
-  out["FailedAndUnresolvableNodes"] = json::object();
-  for (auto& [n, why] : r.failed) out["FailedNodes"][n] = why;
-  for (auto& [n, why] : r.unresolvable) out["FailedAndUnresolvableNodes"][n] = why;
+  out["FailedNodes"] = std::move(failed);
+  out["FailedAndUnresolvableNodes"] = std::move(unresolvable);
   out["Error"] = "";
   if (!args->full_mode) {
     out["Nodes"] = nullptr;
@@ -139,7 +163,8 @@ std::string Extender::filter(std::string_view body) {
   const json* nodes = wire::field(args->args, "Nodes");
   if (const json* in = nodes ? wire::field(*nodes, "items") : nullptr) {
     for (const json& item : *in) {
-      const std::string name = (*wire::field(*wire::field(item, "metadata"), "name")).get<std::string>();
+      const std::string name =
+          (*wire::field(*wire::field(item, "metadata"), "name")).get<std::string>();
       if (pass.erase(name) != 0) items.push_back(item);
     }
   }
@@ -157,8 +182,8 @@ std::string Extender::prioritize(std::string_view body) {
   auto args = parse_args(body);
   std::string policy_error;
   const placement::Profile* profile = nullptr;
-  auto policy = current_policy();
-  if (args) profile = placement::select_profile(*policy, args->pod.info, &policy_error);
+  const auto loaded = current();
+  if (args) profile = placement::select_profile(loaded->policy, args->pod.info, &policy_error);
   if (!args || profile == nullptr) {
     // HostPriorityList has no Error field; kube-scheduler ignores a prioritize failure, and a
     // person calling us by hand still reads why.
@@ -168,12 +193,17 @@ std::string Extender::prioritize(std::string_view body) {
   std::vector<int> scores;
   {
     std::shared_lock lock(model_mu_);
-    scores = placement::prioritize(cluster_, args->pod.request, *profile, args->nodes);
+    scores =
+        placement::prioritize(cluster_, args->pod.request, *profile, args->nodes, &loaded->cache);
   }
   pending_.remember(args->pod);
+  // Built field by field: a braced json{{...}} per host copies every value twice.
   json out = json::array();
+  out.get_ref<json::array_t&>().reserve(args->nodes.size());
   for (std::size_t i = 0; i < args->nodes.size(); ++i) {
-    out.push_back(json{{"Host", args->nodes[i]}, {"Score", scores[i]}});
+    json& host = out.emplace_back(json::value_t::object);
+    host["Host"] = std::move(args->nodes[i]);
+    host["Score"] = scores[i];
   }
   return wire::dump(out);
 }

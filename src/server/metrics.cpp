@@ -63,8 +63,8 @@ void Metrics::observe_request(const std::string& verb, bool ok, double seconds) 
   latency_.Add({{"verb", verb}}, kLatencyBuckets).Observe(seconds);
 }
 
-void Metrics::count_rejection(const std::string& reason_label) {
-  rejections_.Add({{"reason", reason_label}}).Increment();
+void Metrics::count_rejection(const std::string& reason_label, double nodes) {
+  rejections_.Add({{"reason", reason_label}}).Increment(nodes);
 }
 
 void Metrics::count_bind(const std::string& outcome) {

@@ -51,17 +51,17 @@ const std::vector<std::string> kInput = {"t4-full", "h100", "ghost", "t4-free", 
 void check_buckets(const FilterResult& r, const std::vector<std::string>& input) {
   std::set<std::string> distinct(input.begin(), input.end());
   std::multiset<std::string> all(r.passed.begin(), r.passed.end());
-  for (const auto& [n, reason] : r.failed) all.insert(n);
-  for (const auto& [n, reason] : r.unresolvable) all.insert(n);
+  for (const auto& [n, reason] : r.failed()) all.insert(n);
+  for (const auto& [n, reason] : r.unresolvable()) all.insert(n);
   CHECK(all == std::multiset<std::string>(distinct.begin(), distinct.end()));
-  CHECK(r.labels.size() == r.failed.size() + r.unresolvable.size());
-  for (const auto& [n, reason] : r.failed) {
-    CHECK(r.labels.count(n) == 1);
+  CHECK(r.labels().size() == r.failed().size() + r.unresolvable().size());
+  for (const auto& [n, reason] : r.failed()) {
+    CHECK(r.labels().count(n) == 1);
     CHECK_FALSE(reason.empty());
     CHECK_THAT(reason, !Catch::Contains(n));
   }
-  for (const auto& [n, reason] : r.unresolvable) {
-    CHECK(r.labels.count(n) == 1);
+  for (const auto& [n, reason] : r.unresolvable()) {
+    CHECK(r.labels().count(n) == 1);
     CHECK_FALSE(reason.empty());
     CHECK_THAT(reason, !Catch::Contains(n));
   }
@@ -83,14 +83,14 @@ TEST_CASE("filter sorts every node into one bucket", "[placement][engine]") {
   const FilterResult r = filter(c, whole(2), kInput);
   check_buckets(r, kInput);
   CHECK(r.passed == std::vector<std::string>{"h100", "t4-free", "dgx1"});
-  CHECK(r.failed.count("t4-full") == 1);
-  CHECK(r.labels.at("t4-full") == "insufficient_free_gpus");
-  CHECK(r.failed.count("t4-fenced") == 1);
-  CHECK(r.labels.at("t4-fenced") == "node_fenced");
-  CHECK(r.unresolvable.count("ghost") == 1);
-  CHECK(r.labels.at("ghost") == "unknown_node");
-  CHECK(r.unresolvable.count("a100") == 1);
-  CHECK(r.unresolvable.count("gs") == 1);
+  CHECK(r.failed().count("t4-full") == 1);
+  CHECK(r.labels().at("t4-full") == "insufficient_free_gpus");
+  CHECK(r.failed().count("t4-fenced") == 1);
+  CHECK(r.labels().at("t4-fenced") == "node_fenced");
+  CHECK(r.unresolvable().count("ghost") == 1);
+  CHECK(r.labels().at("ghost") == "unknown_node");
+  CHECK(r.unresolvable().count("a100") == 1);
+  CHECK(r.unresolvable().count("gs") == 1);
 }
 
 TEST_CASE("filter passes every node for a pod without GPUs", "[placement][engine]") {
@@ -98,9 +98,9 @@ TEST_CASE("filter passes every node for a pod without GPUs", "[placement][engine
   const FilterResult r = filter(c, GpuRequest{}, kInput);
   CHECK(r.passed == std::vector<std::string>{"t4-full", "h100", "ghost", "t4-free", "dgx1", "a100",
                                              "gs", "t4-fenced"});
-  CHECK(r.failed.empty());
-  CHECK(r.unresolvable.empty());
-  CHECK(r.labels.empty());
+  CHECK(r.failed().empty());
+  CHECK(r.unresolvable().empty());
+  CHECK(r.labels().empty());
   CHECK(filter(c, whole(1), {}).passed.empty());
 }
 
@@ -119,12 +119,12 @@ TEST_CASE("filter buckets hold for every request kind", "[placement][engine]") {
     INFO("request " << i);
     const FilterResult r = filter(c, reqs[i], kInput);
     check_buckets(r, kInput);
-    CHECK(r.unresolvable.count("ghost") == 1);
+    CHECK(r.unresolvable().count("ghost") == 1);
     // filter agrees with prioritize: passed nodes are exactly those with a score >= 0.
     for (const auto& name : r.passed) {
       CHECK(score_node(*c.find_node(name), reqs[i], bundle()) >= 0.0);
     }
-    for (const auto& [name, reason] : r.failed) {
+    for (const auto& [name, reason] : r.failed()) {
       CHECK(score_node(*c.find_node(name), reqs[i], bundle()) < 0.0);
     }
   }
@@ -227,7 +227,7 @@ TEST_CASE("place returns an allocation that commit accepts", "[placement][engine
   SECTION("node that does not fit gives the filter reason") {
     auto r = place(c, whole(1), bundle(), pod("p"), "t4-full");
     REQUIRE_FALSE(r.ok());
-    CHECK(r.error() == filter(c, whole(1), {"t4-full"}).failed.at("t4-full"));
+    CHECK(r.error() == filter(c, whole(1), {"t4-full"}).failed().at("t4-full"));
   }
   SECTION("a pod without GPUs gets an empty allocation") {
     auto r = place(c, GpuRequest{}, bundle(), pod("p"), "t4-free");

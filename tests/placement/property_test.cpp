@@ -220,6 +220,10 @@ TEST_CASE("random streams never over-commit and release back to idle", "[placeme
     names.push_back(inventory.back().name);
     c.upsert_node(inventory.back());
   }
+  // Profiles live as long as the cache, as a policy's do in the extender.
+  std::vector<gapless::placement::Profile> profiles;
+  for (int i = 0; i < 6; ++i) profiles.push_back(random_profile(rng));
+  gapless::placement::VerdictCache cache(4);  // fewer tables than shapes: eviction is exercised
   std::vector<std::string> live;
   int placed = 0, refused = 0;
   for (int step = 0; step < 400; ++step) {
@@ -234,10 +238,16 @@ TEST_CASE("random streams never over-commit and release back to idle", "[placeme
       CHECK_FALSE(c.find_node(names[i])->fenced());
     } else {
       const GpuRequest req = random_request(rng);
-      const auto profile = random_profile(rng);
+      const auto& profile = profiles[pick(rng, static_cast<int>(profiles.size()))];
       const auto f = gapless::placement::filter(c, req, names);
       const auto scores = gapless::placement::prioritize(c, req, profile, names);
       REQUIRE(scores.size() == names.size());
+      // The cache must never change an answer, whatever changed since it was filled.
+      const auto cached = gapless::placement::filter(c, req, names, &cache);
+      CHECK(cached.passed == f.passed);
+      CHECK(cached.failed() == f.failed());
+      CHECK(cached.unresolvable() == f.unresolvable());
+      CHECK(gapless::placement::prioritize(c, req, profile, names, &cache) == scores);
       // The best-scored node that passed, ties to the first.
       std::string best;
       int best_score = -1;

@@ -31,6 +31,8 @@ class Cluster {
   // Nodes in name order (deterministic iteration for /debug/state and benches).
   std::vector<const Node*> nodes() const;
   std::size_t node_count() const { return nodes_.size(); }
+  // One more than the largest Node::slot in use: the size a per-slot table needs.
+  std::size_t slot_count() const { return slot_count_; }
 
   // Checks that `a` fits the node's free capacity right now and applies it.
   // Fails (model unchanged) if the pod already holds an allocation, the node is unknown or fenced,
@@ -51,6 +53,9 @@ class Cluster {
 
  private:
   Status apply(const Allocation& a, bool allow_fenced);
+  // Marks a node as changed (new Node::generation).
+  static void touch(Node& node);
+
 
   // Hashed: filter looks up every candidate name of every pod.
   std::unordered_map<std::string, Node> nodes_;
@@ -58,6 +63,9 @@ class Cluster {
   // Allocations kept (their GPUs are not freed) but not applied to usage, because the node's
   // inventory changed under them; their node is fenced.
   std::set<std::string> stranded_;
+  // Slots of removed nodes, handed out again before new ones.
+  std::vector<std::uint32_t> free_slots_;
+  std::size_t slot_count_ = 0;
 };
 
 // Applies `grant`s of `a` to the node's usage counters, or explains why they do not fit.

@@ -2,6 +2,7 @@
 // came from. Pure data; built by the k8s layer from Node objects, by tests and benches directly.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -45,6 +46,13 @@ struct Node {
   // so Gapless does not know which GPUs are free). The reason is shown to users.
   std::string fence_reason;
   bool fenced() const { return !fence_reason.empty(); }
+
+  // Set by Cluster, not by whoever builds the node. `generation` changes whenever the node's
+  // inventory, usage or fence changes, and is unique process-wide, so a cache keyed by it never
+  // mistakes a replaced or re-added node for the one it saw. `slot` is a small dense index,
+  // unique among the cluster's current nodes (reused after a removal), for per-node tables.
+  std::uint64_t generation = 0;
+  std::uint32_t slot = 0;
 };
 
 // Summary counters used by node scoring; computed from gpus[].used.

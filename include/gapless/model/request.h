@@ -29,6 +29,7 @@ struct SharedAsk {
   std::int64_t memory_mib = 0;  // on each shared GPU; 0 = no memory bound
   int compute_milli = 0;        // on each shared GPU, 1..1000; 0 = no compute bound
   int count = 1;                // number of GPUs
+  bool operator==(const SharedAsk&) const = default;
 };
 
 struct GpuRequest {
@@ -46,6 +47,7 @@ struct GpuRequest {
 
   // Number of GPUs this request lands on (whole, shared) or instances (MIG); 1 for gpushare.
   int units() const;
+  bool operator==(const GpuRequest&) const = default;
 };
 
 // The pod facts policy selection and allocation records need, independent of Kubernetes types.

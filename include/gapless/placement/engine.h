@@ -4,8 +4,9 @@
 // Thread-safety: all functions only read the Cluster; callers hold at least a shared lock.
 #pragma once
 
-#include <unordered_map>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "gapless/model/allocation.h"
@@ -14,20 +15,39 @@
 #include "gapless/model/result.h"
 #include "gapless/placement/fit.h"
 #include "gapless/placement/profile.h"
+#include "gapless/placement/verdict_cache.h"
 
 namespace gapless::placement {
 
 struct FilterResult {
-  std::vector<std::string> passed;                             // in input order
-  std::unordered_map<std::string, std::string> failed;         // full now: node -> reason
-  std::unordered_map<std::string, std::string> unresolvable;   // never fits: node -> reason
-  std::unordered_map<std::string, std::string> labels;         // node -> metric label
+  // Why nodes were rejected: one entry per distinct reason of this call, so a reason's text is
+  // built once however many nodes share it.
+  struct Reason {
+    std::string text;           // the sentence users read (names no node)
+    std::string_view label;     // metric label
+    bool unresolvable = false;  // never fits (vs full now)
+  };
+  struct Rejection {
+    std::string node;
+    std::size_t reason = 0;  // index into reasons
+  };
+
+  std::vector<std::string> passed;  // in input order
+  std::vector<Rejection> rejected;  // in input order
+  std::vector<Reason> reasons;
+
+  // Rejections as maps, node -> reason text (or label); for callers that look nodes up by name.
+  std::unordered_map<std::string, std::string> failed() const;        // full now
+  std::unordered_map<std::string, std::string> unresolvable() const;  // never fits
+  std::unordered_map<std::string, std::string> labels() const;
 };
 
 // Every input name ends up in exactly one of passed / failed / unresolvable (a name twice in
 // the input is reported once). Unknown nodes are unresolvable. A kNone request passes all.
+// With a cache, verdicts of nodes unchanged since this shape was last asked about are reused;
+// the answer is the same either way.
 FilterResult filter(const model::Cluster& cluster, const model::GpuRequest& req,
-                    const std::vector<std::string>& nodes);
+                    const std::vector<std::string>& nodes, VerdictCache* cache = nullptr);
 
 // Node score in [0, 1] for a node the request fits, or -1 when it does not fit.
 double score_node(const model::Node& node, const model::GpuRequest& req, const Profile& profile);
@@ -41,8 +61,10 @@ double score_fitting_node(const model::Node& node, const model::GpuRequest& req,
                           const Profile& profile);
 
 // One 0..10 score per input name, aligned with `nodes` (0 for unknown or infeasible nodes).
+// The cache, as for filter, is used when scores_are_cacheable(profile).
 std::vector<int> prioritize(const model::Cluster& cluster, const model::GpuRequest& req,
-                            const Profile& profile, const std::vector<std::string>& nodes);
+                            const Profile& profile, const std::vector<std::string>& nodes,
+                            VerdictCache* cache = nullptr);
 
 // The allocation the pod would get on `node` now, or why it cannot.
 Result<model::Allocation> place(const model::Cluster& cluster, const model::GpuRequest& req,

@@ -20,6 +20,7 @@
 
 #include "gapless/model/cluster.h"
 #include "gapless/placement/profile.h"
+#include "gapless/placement/verdict_cache.h"
 #include "gapless/k8s/binder.h"
 #include "gapless/server/metrics.h"
 #include "gapless/server/pending_pods.h"
@@ -63,12 +64,20 @@ class Extender {
  private:
   static constexpr const char* kNotReady =
       "gapless is still loading the cluster (first full list of nodes and pods); retry shortly";
+  // A policy with the verdict cache that belongs to it: replaced together, so cached scores
+  // never outlive the profiles they were computed for.
+  struct LoadedPolicy {
+    explicit LoadedPolicy(placement::Policy p) : policy(std::move(p)) {}
+    placement::Policy policy;
+    mutable placement::VerdictCache cache;
+  };
+  std::shared_ptr<const LoadedPolicy> current() const;
   std::shared_ptr<const placement::Policy> current_policy() const;
 
   mutable std::shared_mutex model_mu_;
   model::Cluster cluster_;
   mutable std::mutex policy_mu_;
-  std::shared_ptr<const placement::Policy> policy_;
+  std::shared_ptr<const LoadedPolicy> policy_;
   std::function<bool()> ready_;  // set before serving; read-only afterwards
   Binder& binder_;
   Metrics& metrics_;

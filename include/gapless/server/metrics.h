@@ -23,7 +23,8 @@ class Metrics {
 
   // verb: filter, prioritize, bind, preempt; ok: the answer carried no Error.
   void observe_request(const std::string& verb, bool ok, double seconds);
-  void count_rejection(const std::string& reason_label);
+  // `nodes` nodes rejected for this reason in one filter call.
+  void count_rejection(const std::string& reason_label, double nodes = 1);
   void count_bind(const std::string& outcome);  // success, error, idempotent
   void count_policy_reload(bool ok);
   // An allocation record that could not be read or applied (its node is fenced).

@@ -1,0 +1,245 @@
+#include "latency_runs.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "gapless/k8s/pod_request.h"
+#include "gapless/placement/engine.h"
+#include "gapless/server/extender.h"
+#include "gapless/server/http_server.h"
+#include "synthetic_cluster.h"
+
+namespace gapless::bench {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Index of the highest score, the first on ties (kube-scheduler breaks ties at random).
+std::size_t best_of(const std::vector<int>& scores) {
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < scores.size(); ++i) {
+    if (scores[i] > scores[best]) best = i;
+  }
+  return best;
+}
+
+// Pods to release, oldest first: the fill's, then the stream's in bind order.
+class Departures {
+ public:
+  explicit Departures(const model::Cluster& c) {
+    for (const model::Allocation* a : c.allocations()) queue_.push_back(a->pod_uid);
+  }
+  void bound(const std::string& uid) {
+    std::lock_guard lock(mu_);
+    queue_.push_back(uid);
+  }
+  std::string next() {
+    std::lock_guard lock(mu_);
+    if (queue_.empty()) return {};
+    std::string uid = std::move(queue_.front());
+    queue_.pop_front();
+    return uid;
+  }
+
+ private:
+  std::mutex mu_;
+  std::deque<std::string> queue_;
+};
+
+}  // namespace
+
+LatencyRun run_engine(const std::vector<StreamPod>& pods, const LatencyOptions& options) {
+  LatencyRun run;
+  run.mode = options.cache ? "engine" : "engine, no cache";
+  model::Cluster cluster = synthetic_cluster(options.nodes, options.fill, 42);
+  std::vector<std::string> names;
+  for (const model::Node* n : cluster.nodes()) names.push_back(n->name);
+  const placement::Policy policy = placement::builtin_policy();
+  const placement::Profile& profile = policy.profiles[0];
+  placement::VerdictCache cache;
+  placement::VerdictCache* use = options.cache ? &cache : nullptr;
+  Departures departures(cluster);
+
+  const auto start = Clock::now();
+  for (const StreamPod& p : pods) {
+    auto parsed = k8s::parse_pod(p.pod);
+    if (!parsed) throw std::runtime_error(p.name + ": " + parsed.error());
+    const model::GpuRequest& req = parsed->request;
+    const auto t0 = Clock::now();
+    auto f = placement::filter(cluster, req, names, use);
+    const double filter_ms = ms_since(t0);
+    const auto t1 = Clock::now();
+    auto scores = placement::prioritize(cluster, req, profile, f.passed, use);
+    const double prioritize_ms = ms_since(t1);
+    run.ms["filter"].push_back(filter_ms);
+    run.ms["prioritize"].push_back(prioritize_ms);
+    run.ms["filter+prioritize"].push_back(filter_ms + prioritize_ms);
+    ++run.pods;
+    if (f.passed.empty()) continue;
+    const auto t2 = Clock::now();
+    auto a = placement::place(cluster, req, profile, parsed->info, f.passed[best_of(scores)]);
+    const bool ok = a && cluster.commit(*a);
+    run.ms["bind"].push_back(ms_since(t2));
+    if (!ok) continue;
+    ++run.bound;
+    departures.bound(parsed->info.uid);
+    cluster.release(departures.next());
+  }
+  run.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  run.cache_hits = cache.hits();
+  run.cache_misses = cache.misses();
+  return run;
+}
+
+namespace {
+
+// What one client measured; merged into the run at the end.
+struct ClientLog {
+  std::map<std::string, std::vector<double>> ms;
+  int pods = 0, bound = 0;
+  std::string error;
+};
+
+// The request bodies of one mode, built from pre-serialized parts (the client's own JSON work
+// is not what is being measured).
+class Bodies {
+ public:
+  Bodies(const model::Cluster& c, bool full) : full_(full) {
+    for (const model::Node* n : c.nodes()) {
+      names_.push_back(n->name);
+      if (full) objects_[n->name] = node_object(*n).dump();
+    }
+    all_ = nodes_part(names_);
+  }
+  std::string filter(const std::string& pod) const { return "{\"Pod\":" + pod + "," + all_ + "}"; }
+  std::string prioritize(const std::string& pod, const std::vector<std::string>& names) const {
+    return "{\"Pod\":" + pod + "," + nodes_part(names) + "}";
+  }
+  // Names of the nodes a filter answer passed.
+  std::vector<std::string> passed(const json& answer) const {
+    std::vector<std::string> out;
+    if (!full_) return answer.at("NodeNames").get<std::vector<std::string>>();
+    for (const json& item : answer.at("Nodes").at("items")) {
+      out.push_back(item.at("metadata").at("name").get<std::string>());
+    }
+    return out;
+  }
+
+ private:
+  std::string nodes_part(const std::vector<std::string>& names) const {
+    if (!full_) return "\"NodeNames\":" + json(names).dump();
+    std::string s = "\"Nodes\":{\"metadata\":{},\"items\":[";
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (i > 0) s += ',';
+      s += objects_.at(names[i]);
+    }
+    return s + "]}";
+  }
+
+  bool full_;
+  std::vector<std::string> names_;
+  std::map<std::string, std::string> objects_;
+  std::string all_;
+};
+
+void client_loop(int id, int clients, int port, const std::vector<StreamPod>& pods,
+                 const Bodies& bodies, server::Extender& extender, Departures& departures,
+                 ClientLog& log) try {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_keep_alive(true);
+  cli.set_tcp_nodelay(true);  // as Go's net/http (kube-scheduler) does by default
+  cli.set_read_timeout(120, 0);
+  auto post = [&](const char* path, const std::string& body, double* ms) {
+    const auto t0 = Clock::now();
+    auto res = cli.Post(path, body, "application/json");
+    *ms = ms_since(t0);
+    if (!res || res->status != 200)
+      throw std::runtime_error(std::string("POST ") + path + " failed");
+    return json::parse(res->body);
+  };
+  for (std::size_t i = static_cast<std::size_t>(id); i < pods.size();
+       i += static_cast<std::size_t>(clients)) {
+    const StreamPod& p = pods[i];
+    const std::string pod = p.pod.dump();
+    double f_ms = 0, p_ms = 0, b_ms = 0;
+    const json f = post("/filter", bodies.filter(pod), &f_ms);
+    if (!f.at("Error").get<std::string>().empty())
+      throw std::runtime_error(f.at("Error").get<std::string>());
+    const std::vector<std::string> passed = bodies.passed(f);
+    const json s = post("/prioritize", bodies.prioritize(pod, passed), &p_ms);
+    log.ms["filter"].push_back(f_ms);
+    log.ms["prioritize"].push_back(p_ms);
+    log.ms["filter+prioritize"].push_back(f_ms + p_ms);
+    ++log.pods;
+    if (passed.empty()) continue;
+    std::vector<int> scores;
+    for (const json& h : s) scores.push_back(h.at("Score").get<int>());
+    const json meta = p.pod.at("metadata");
+    const json bind = {{"PodName", meta.at("name")},
+                       {"PodNamespace", meta.at("namespace")},
+                       {"PodUID", meta.at("uid")},
+                       {"Node", passed[best_of(scores)]}};
+    const json b = post("/bind", bind.dump(), &b_ms);
+    log.ms["bind"].push_back(b_ms);
+    if (!b.value("Error", std::string()).empty()) continue;  // lost a race for the node: fine
+    ++log.bound;
+    departures.bound(meta.at("uid").get<std::string>());
+    const std::string gone = departures.next();
+    extender.mutate([&](model::Cluster& c) { c.release(gone); });  // what the informer does
+  }
+} catch (const std::exception& e) {
+  log.error = e.what();
+}
+
+}  // namespace
+
+LatencyRun run_http(const std::vector<StreamPod>& pods, const LatencyOptions& options) {
+  LatencyRun run;
+  run.mode = options.full_node ? "http full-node" : "http nodeCache";
+  model::Cluster cluster = synthetic_cluster(options.nodes, options.fill, 42);
+  const Bodies bodies(cluster, options.full_node);
+  Departures departures(cluster);
+  k8s::InMemoryBinder binder;
+  server::Metrics metrics;
+  server::Extender extender(std::move(cluster), placement::builtin_policy(), binder, metrics);
+  server::HttpOptions http;
+  http.max_body_bytes = std::size_t{1} << 30;  // full-node bodies of 10,000 nodes are ~40 MB
+  server::HttpServer srv(extender, http);
+  auto port = srv.bind("127.0.0.1", 0);
+  if (!port) throw std::runtime_error(port.error());
+  std::thread serving([&] { srv.serve(); });
+
+  std::vector<ClientLog> logs(static_cast<std::size_t>(options.clients));
+  const auto start = Clock::now();
+  std::vector<std::thread> clients;
+  for (int id = 0; id < options.clients; ++id) {
+    clients.emplace_back(client_loop, id, options.clients, *port, std::cref(pods),
+                         std::cref(bodies), std::ref(extender), std::ref(departures),
+                         std::ref(logs[id]));
+  }
+  for (std::thread& t : clients) t.join();
+  run.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  srv.stop();
+  serving.join();
+  for (const ClientLog& log : logs) {
+    if (!log.error.empty()) throw std::runtime_error("client: " + log.error);
+    for (const auto& [verb, v] : log.ms)
+      run.ms[verb].insert(run.ms[verb].end(), v.begin(), v.end());
+    run.pods += log.pods;
+    run.bound += log.bound;
+  }
+  return run;
+}
+
+}  // namespace gapless::bench

@@ -1,0 +1,37 @@
+// The two runs of gapless-microbench over one generated cluster and one pod stream: each pod
+// goes through filter, prioritize (on the nodes that passed), and bind to the best-scored node,
+// and the oldest pod is released after every bind so occupancy stays where --fill put it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pod_stream.h"
+
+namespace gapless::bench {
+
+struct LatencyRun {
+  std::string mode;  // "engine", "http nodeCache", "http full-node"
+  // Per verb ("filter", "prioritize", "filter+prioritize", "bind"): one entry per call, in ms.
+  std::map<std::string, std::vector<double>> ms;
+  double wall_s = 0;  // whole stream, all clients
+  int pods = 0;
+  int bound = 0;
+  std::uint64_t cache_hits = 0, cache_misses = 0;
+};
+
+struct LatencyOptions {
+  int nodes = 1000;
+  double fill = 0.5;
+  int clients = 2;         // http: concurrent clients, each with its own keep-alive connection
+  bool full_node = false;  // http: Node objects in every request instead of NodeNames
+  bool cache = true;       // reuse verdicts of unchanged nodes (VerdictCache)
+};
+
+// In-process: the placement engine alone, no JSON, one caller.
+LatencyRun run_engine(const std::vector<StreamPod>& pods, const LatencyOptions& options);
+// Over HTTP on 127.0.0.1: an Extender behind HttpServer, `clients` threads sharing the stream.
+LatencyRun run_http(const std::vector<StreamPod>& pods, const LatencyOptions& options);
+
+}  // namespace gapless::bench

@@ -1,0 +1,81 @@
+// Filter verdicts and prioritize scores, remembered per node for recently seen request shapes.
+//
+// kube-scheduler asks about every node for every pod, but a bind changes one node. With the
+// answers for unchanged nodes reused, a pod costs one table lookup per node that has not changed
+// since a pod of the same shape was asked about; only the nodes bound to since then are
+// recomputed. An entry is valid while its node's Node::generation is unchanged (Cluster gives a
+// node a new generation on every change to it), so a cached answer is always the answer the
+// engine would compute now.
+//
+// Scores are reused only for profiles whose scores depend on nothing but the node and the
+// request (see scores_are_cacheable); the engine computes the others every time.
+//
+// One cache serves one policy: Profile pointers are part of the key, so build a fresh cache
+// whenever the policy is replaced.
+//
+// Thread-safety: all methods may be called concurrently. Two calls for the same shape take turns.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "gapless/model/node.h"
+#include "gapless/model/request.h"
+#include "gapless/placement/profile.h"
+
+namespace gapless::placement {
+
+// True when a profile's node scores are a function of (node, request) alone: no workload mix,
+// no fragment cache, no per-pod random draw.
+bool scores_are_cacheable(const Profile& profile);
+
+class VerdictCache {
+ public:
+  // Keeps the tables of at most `max_shapes` (request, profile) pairs, dropping the least
+  // recently used. Each table holds one small entry per node.
+  explicit VerdictCache(std::size_t max_shapes = 32);
+  VerdictCache(const VerdictCache&) = delete;
+  VerdictCache& operator=(const VerdictCache&) = delete;
+
+  struct Table;
+  // Exclusive use of one shape's table for the length of one engine call.
+  class Lease {
+   public:
+    // The value stored for this node at its current generation, if any.
+    bool get(const model::Node& node, std::int32_t* value);
+    void put(const model::Node& node, std::int32_t value);
+
+    Lease(Lease&&) = default;
+    Lease& operator=(Lease&&) = delete;
+    ~Lease();  // adds this call's hits and misses to the cache's counters
+
+   private:
+    friend class VerdictCache;
+    Lease(std::shared_ptr<Table> table, VerdictCache* owner);
+    std::shared_ptr<Table> table_;  // kept alive even if evicted meanwhile
+    std::unique_lock<std::mutex> lock_;
+    VerdictCache* owner_;
+    std::uint64_t hits_ = 0;
+    std::uint64_t misses_ = 0;
+  };
+
+  // The table for `req` under `profile` (null: filter verdicts, which no profile affects),
+  // created empty if new. `slots` is Cluster::slot_count().
+  Lease lease(const model::GpuRequest& req, const Profile* profile, std::size_t slots);
+
+  std::uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
+  std::uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
+
+ private:
+  const std::size_t max_shapes_;
+  std::mutex mu_;                             // guards tables_ (not their contents)
+  std::list<std::shared_ptr<Table>> tables_;  // most recently used first
+  std::atomic<std::uint64_t> hits_{0};
+  std::atomic<std::uint64_t> misses_{0};
+};
+
+}  // namespace gapless::placement

@@ -1,0 +1,112 @@
+#include "gapless/placement/verdict_cache.h"
+
+#include <functional>
+#include <string_view>
+
+namespace gapless::placement {
+
+namespace {
+
+struct Slot {
+  std::uint64_t generation = 0;  // 0: empty (Cluster's generations start at 1)
+  std::int32_t value = 0;
+};
+
+std::size_t mix(std::size_t h, std::size_t v) {
+  return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+}
+
+std::size_t hash_request(const model::GpuRequest& r, const Profile* profile) {
+  std::size_t h = std::hash<const void*>{}(profile);
+  h = mix(h, static_cast<std::size_t>(r.kind));
+  h = mix(h, static_cast<std::size_t>(r.whole));
+  h = mix(h, static_cast<std::size_t>(r.shared.memory_mib));
+  h = mix(h, static_cast<std::size_t>(r.shared.compute_milli));
+  h = mix(h, static_cast<std::size_t>(r.shared.count));
+  h = mix(h, std::hash<std::string_view>{}(r.mig_profile));
+  h = mix(h, static_cast<std::size_t>(r.mig_count));
+  h = mix(h, static_cast<std::size_t>(r.gpushare_units));
+  for (const std::string& m : r.models) h = mix(h, std::hash<std::string_view>{}(m));
+  h = mix(h, static_cast<std::size_t>(r.topology));
+  h = mix(h, static_cast<std::size_t>(r.host.cpu_milli));
+  h = mix(h, static_cast<std::size_t>(r.host.memory_mib));
+  return h;
+}
+
+}  // namespace
+
+struct VerdictCache::Table {
+  model::GpuRequest req;
+  const Profile* profile = nullptr;
+  std::size_t hash = 0;
+  std::mutex mu;
+  std::vector<Slot> slots;  // by Node::slot
+};
+
+bool scores_are_cacheable(const Profile& profile) {
+  if (profile.context.workload != nullptr || profile.context.fragments != nullptr) return false;
+  for (const auto* level : {&profile.node, &profile.gpu}) {
+    for (const WeightedStrategy& ws : *level) {
+      if (ws.strategy->uses_draw()) return false;
+    }
+  }
+  return true;
+}
+
+VerdictCache::VerdictCache(std::size_t max_shapes) : max_shapes_(max_shapes < 1 ? 1 : max_shapes) {}
+
+VerdictCache::Lease VerdictCache::lease(const model::GpuRequest& req, const Profile* profile,
+                                        std::size_t slots) {
+  const std::size_t h = hash_request(req, profile);
+  std::shared_ptr<Table> table;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = tables_.begin(); it != tables_.end(); ++it) {
+      const Table& t = **it;
+      if (t.hash == h && t.profile == profile && t.req == req) {
+        tables_.splice(tables_.begin(), tables_, it);  // most recently used first
+        table = tables_.front();
+        break;
+      }
+    }
+    if (!table) {
+      table = std::make_shared<Table>();
+      table->req = req;
+      table->profile = profile;
+      table->hash = h;
+      tables_.push_front(table);
+      if (tables_.size() > max_shapes_) tables_.pop_back();
+    }
+  }
+  Lease lease(std::move(table), this);
+  if (lease.table_->slots.size() < slots) lease.table_->slots.resize(slots);
+  return lease;
+}
+
+VerdictCache::Lease::Lease(std::shared_ptr<Table> table, VerdictCache* owner)
+    : table_(std::move(table)), lock_(table_->mu), owner_(owner) {}
+
+VerdictCache::Lease::~Lease() {
+  if (!table_) return;  // moved from
+  owner_->hits_.fetch_add(hits_, std::memory_order_relaxed);
+  owner_->misses_.fetch_add(misses_, std::memory_order_relaxed);
+}
+
+bool VerdictCache::Lease::get(const model::Node& node, std::int32_t* value) {
+  const auto& slots = table_->slots;
+  if (node.slot < slots.size() && slots[node.slot].generation == node.generation) {
+    *value = slots[node.slot].value;
+    ++hits_;
+    return true;
+  }
+  ++misses_;
+  return false;
+}
+
+void VerdictCache::Lease::put(const model::Node& node, std::int32_t value) {
+  auto& slots = table_->slots;
+  if (node.slot >= slots.size()) slots.resize(node.slot + 1);
+  slots[node.slot] = Slot{node.generation, value};
+}
+
+}  // namespace gapless::placement
