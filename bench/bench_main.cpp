@@ -3,9 +3,11 @@
 //
 //   gapless-bench --nodes NODE_CSV --pods POD_CSV [--pods ...] --policy P [--policy ...]
 //                 --seeds 42-51 [--json] [--markdown FILE] [--curves DIR]
+//                 [--dynamic [--speedup K] [--max-wait S]]
 //
 // P is a strategy name (random, dotprod, clustering, packing, bestfit, fgd, ...) or a policy YAML
-// file. Runs (trace x policy x seed) are spread over --threads workers.
+// file. Runs (trace x policy x seed) are spread over --threads workers. --dynamic replays the
+// creation and deletion times instead (replay.h), with a pending queue.
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
@@ -87,9 +89,10 @@ int main(int argc, char** argv) {
   CLI::App app{"gapless-bench: replay the Alibaba GPU trace v2023 through the Gapless engine"};
   std::string nodes_path, seeds_text = "42-51", markdown_path, curves_dir, published_path;
   std::vector<std::string> pod_paths, policy_names;
-  bool json = false, quiet = false, oracle = false;
+  bool json = false, quiet = false, oracle = false, dynamic = false;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   double tune = 1.3;
+  bench::DynamicOptions dyn;
   app.add_option("--nodes", nodes_path, "node list CSV")->required();
   app.add_option("--pods", pod_paths, "pod list CSV (repeatable)")->required()->take_last();
   app.add_option("--policy", policy_names, "strategy name or policy YAML (repeatable)")->required();
@@ -103,6 +106,15 @@ int main(int argc, char** argv) {
   app.add_option("--tune", tune, "arrived GPU request as a multiple of capacity (default 1.3)");
   app.add_flag("--oracle-mix", oracle, "every policy scores against the trace's typical pods");
   app.add_flag("--quiet", quiet, "no progress on stderr");
+  app.add_flag(
+      "--dynamic", dynamic,
+      "replay creation/deletion times with a pending queue (our mode, no published anchor)");
+  app.add_option("--speedup", dyn.speedup,
+                 "--dynamic: arrivals at creation_time / K; lifetimes unscaled (default 1)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-wait", dyn.max_wait,
+                 "--dynamic: a pod waiting longer than S seconds gives up (default 0: never)")
+      ->check(CLI::NonNegativeNumber);
   for (auto* opt : {app.get_option("--pods"), app.get_option("--policy")})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   CLI11_PARSE(app, argc, argv);
@@ -133,6 +145,35 @@ int main(int argc, char** argv) {
   }
 
   const bool tty = isatty(STDERR_FILENO);
+  if (dynamic) {
+    for (const bench::Workload& w : in.workloads) {
+      for (const bench::TracePod& p : w.pods) {
+        if (p.has_times()) continue;
+        return std::cerr << "gapless-bench: --dynamic: trace " << w.name << " (pod " << p.name
+                         << ") has no creation_time/deletion_time columns\n",
+               1;
+      }
+    }
+    const std::vector<bench::DynamicCell> cells =
+        bench::run_dynamic_sweep(in.nodes, in.workloads, in.policies, in.seeds, dyn, threads,
+                                 quiet ? bench::Progress{} : bench::stderr_progress(tty));
+    if (json) {
+      for (const bench::DynamicCell& c : cells)
+        std::cout << bench::dynamic_json_line(c, dyn) << "\n";
+    }
+    const std::string table = bench::dynamic_markdown_table(cells, dyn);
+    if (!json) std::cout << table;
+    if (!markdown_path.empty() && !write_file(markdown_path, table)) return 1;
+    if (!curves_dir.empty()) {
+      std::filesystem::create_directories(curves_dir);
+      for (const bench::DynamicCell& c : cells) {
+        const auto file = std::filesystem::path(curves_dir) /
+                          (c.trace + "_" + bench::policy_column(c.policy) + "_dynamic.csv");
+        if (!write_file(file.string(), bench::dynamic_curve_csv(c, dyn))) return 1;
+      }
+    }
+    return 0;
+  }
   const std::vector<bench::Cell> cells =
       bench::run_sweep(in, threads, quiet ? bench::Progress{} : bench::stderr_progress(tty));
 

@@ -1,10 +1,15 @@
 #include "replay.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <numeric>
+#include <queue>
+#include <thread>
 
 #include "gapless/model/cluster.h"
 #include "gapless/placement/choice.h"
@@ -71,6 +76,114 @@ bool uses_draw(const placement::Profile& p) {
   return false;
 }
 
+// The engine path every replay takes for one pod: filter with placement::quick_fit, score the
+// fitting nodes with placement::score_fitting_node under the policy's profile (the best score
+// wins, ties go to the seeded node order), the GPUs from placement::choose, the allocation
+// committed to a model::Cluster.
+class Placer {
+ public:
+  Placer(const std::vector<model::Node>& nodes, const Workload& w, const PolicySetup& policy,
+         const std::vector<int>& node_priority, std::uint64_t seed, bool track_oracle)
+      : w_(w),
+        priority_(node_priority),
+        track_oracle_(track_oracle || policy.oracle_mix),
+        oracle_(w.oracle),
+        profile_(policy.profile),
+        draws_(seed ^ 0x5eed5eed5eed5eedULL) {
+    for (const model::Node& n : nodes) cluster_.upsert_node(n);
+    ptrs_ = cluster_.nodes();
+    memo_ = std::make_unique<ScoreMemo>(ptrs_.size(), w.classes);
+    if (track_oracle_) oracle_.rebuild(ptrs_);
+    if (policy.oracle_mix) {
+      profile_.context.workload = &w.oracle;
+      profile_.context.fragments = &oracle_;
+    } else {
+      learned_ = std::make_unique<placement::FragmentCache>(learner_.mix());
+      profile_.context.workload = &learner_.mix();
+      profile_.context.fragments = learned_.get();
+    }
+    // A strategy that reads the per-pod draw scores anew for every pod; feasibility still keeps.
+    redraw_ = uses_draw(profile_);
+  }
+
+  std::size_t node_count() const { return ptrs_.size(); }
+  const model::Node& node(std::size_t n) const { return *ptrs_[n]; }
+  double oracle_total() const { return oracle_.total(); }
+
+  // Lets the learned mix see an arriving pod (once per pod).
+  void observe(int pod) {
+    const model::GpuRequest& req = w_.requests[pod];
+    if (learned_ && learner_.observe(placement::shape_of(req, /*with_memory=*/true))) {
+      learned_->rebuild(ptrs_);
+      memo_->flush();
+    }
+  }
+
+  // Places the pod under `uid`. Returns its node's index and sets *granted to the GPU milli it
+  // got, or returns node_count() when it fits nowhere.
+  std::size_t place(int pod, const std::string& uid, std::int64_t* granted) {
+    const model::GpuRequest& req = w_.requests[pod];
+    const int cls = w_.request_class[pod];
+    const std::size_t count = ptrs_.size();
+    profile_.context.draw = draws_.next();
+    std::size_t best = count;
+    double best_score = -1;
+    for (std::size_t n = 0; n < count; ++n) {
+      double s;
+      if (!memo_->get(n, cls, &s)) {
+        s = placement::quick_fit(*ptrs_[n], req).code == placement::FitCode::kFits
+                ? placement::score_fitting_node(*ptrs_[n], req, profile_)
+                : -1.0;
+        memo_->put(n, cls, s);
+      } else if (redraw_ && s >= 0) {
+        s = placement::score_fitting_node(*ptrs_[n], req, profile_);
+      }
+      if (s < 0) continue;
+      if (s > best_score || (s == best_score && priority_[n] < priority_[best])) {
+        best = n;
+        best_score = s;
+      }
+    }
+    if (best == count) return count;
+    std::optional<placement::Choice> choice = placement::choose(*ptrs_[best], req, profile_);
+    if (!choice) return count;
+    model::Allocation alloc;
+    alloc.pod_uid = uid;
+    alloc.pod_name = w_.pods[pod].name;
+    alloc.node = ptrs_[best]->name;
+    alloc.gpus = std::move(choice->gpus);
+    alloc.host = req.host;
+    if (!cluster_.commit(alloc).ok()) return count;
+    *granted = granted_milli(alloc);
+    changed(best);
+    return best;
+  }
+
+  // Frees the allocation of `uid`, which place() put on node n.
+  void release(const std::string& uid, std::size_t n) {
+    if (cluster_.release(uid)) changed(n);
+  }
+
+ private:
+  void changed(std::size_t n) {
+    memo_->changed(n);
+    if (track_oracle_) oracle_.update(*ptrs_[n]);
+    if (learned_) learned_->update(*ptrs_[n]);
+  }
+
+  const Workload& w_;
+  const std::vector<int>& priority_;
+  const bool track_oracle_;
+  model::Cluster cluster_;
+  std::vector<const model::Node*> ptrs_;
+  std::unique_ptr<ScoreMemo> memo_;
+  placement::FragmentCache oracle_;
+  placement::WorkloadLearner learner_;
+  std::unique_ptr<placement::FragmentCache> learned_;
+  placement::Profile profile_;
+  bool redraw_ = false;
+  Rng draws_;
+};
 }  // namespace
 
 Workload prepare_workload(std::string name, std::vector<TracePod> pods) {
@@ -134,85 +247,255 @@ Arrivals make_arrivals(const Workload& w, std::int64_t capacity_milli, std::size
 RunResult replay(const std::vector<model::Node>& nodes, const Workload& w, const Arrivals& a,
                  const PolicySetup& policy, std::uint64_t seed) {
   const auto start = std::chrono::steady_clock::now();
-  model::Cluster cluster;
-  for (const model::Node& n : nodes) cluster.upsert_node(n);
-  const std::vector<const model::Node*> ptrs = cluster.nodes();
-  const std::size_t count = ptrs.size();
-
-  placement::FragmentCache oracle(w.oracle);
-  oracle.rebuild(ptrs);
-  placement::WorkloadLearner learner;
-  std::unique_ptr<placement::FragmentCache> learned;
-  placement::Profile profile = policy.profile;
-  if (policy.oracle_mix) {
-    profile.context.workload = &w.oracle;
-    profile.context.fragments = &oracle;
-  } else {
-    learned = std::make_unique<placement::FragmentCache>(learner.mix());
-    profile.context.workload = &learner.mix();
-    profile.context.fragments = learned.get();
-  }
-  // A strategy that reads the per-pod draw scores anew for every pod; feasibility still keeps.
-  const bool redraw = uses_draw(profile);
-  ScoreMemo memo(count, w.classes);
-  Rng draws(seed ^ 0x5eed5eed5eed5eedULL);
-
+  Placer placer(nodes, w, policy, a.node_priority, seed, /*track_oracle=*/true);
   RunResult out;
   out.events.reserve(a.order.size());
   std::int64_t arrived = 0, used = 0;
   for (std::size_t step = 0; step < a.order.size(); ++step) {
     const int pod = a.order[step];
-    const model::GpuRequest& req = w.requests[pod];
-    const int cls = w.request_class[pod];
-    if (learned && learner.observe(placement::shape_of(req, /*with_memory=*/true))) {
-      learned->rebuild(ptrs);
-      memo.flush();
-    }
-    profile.context.draw = draws.next();
+    placer.observe(pod);
     arrived += w.pods[pod].gpu_request();
-
-    std::size_t best = count;
-    double best_score = -1;
-    for (std::size_t n = 0; n < count; ++n) {
-      double s;
-      if (!memo.get(n, cls, &s)) {
-        s = placement::quick_fit(*ptrs[n], req).code == placement::FitCode::kFits
-                ? placement::score_fitting_node(*ptrs[n], req, profile)
-                : -1.0;
-        memo.put(n, cls, s);
-      } else if (redraw && s >= 0) {
-        s = placement::score_fitting_node(*ptrs[n], req, profile);
-      }
-      if (s < 0) continue;
-      if (s > best_score || (s == best_score && a.node_priority[n] < a.node_priority[best])) {
-        best = n;
-        best_score = s;
-      }
+    std::int64_t granted = 0;
+    if (placer.place(pod, "pod-" + std::to_string(step), &granted) < placer.node_count()) {
+      used += granted;
+      ++out.placed;
+    } else {
+      ++out.failed;
     }
-    std::optional<placement::Choice> choice;
-    if (best < count) choice = placement::choose(*ptrs[best], req, profile);
-    if (choice) {
-      model::Allocation alloc;
-      alloc.pod_uid = "pod-" + std::to_string(step);
-      alloc.pod_name = w.pods[pod].name;
-      alloc.node = ptrs[best]->name;
-      alloc.gpus = std::move(choice->gpus);
-      alloc.host = req.host;
-      if (cluster.commit(alloc).ok()) {
-        used += granted_milli(alloc);
-        memo.changed(best);
-        oracle.update(*ptrs[best]);
-        if (learned) learned->update(*ptrs[best]);
-        ++out.placed;
-      } else {
-        choice.reset();
-      }
-    }
-    if (!choice) ++out.failed;
-    out.events.push_back({arrived, used, oracle.total()});
+    out.events.push_back({arrived, used, placer.oracle_total()});
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
+}
+
+Arrivals make_dynamic_arrivals(const Workload& w, std::size_t node_count, std::uint64_t seed) {
+  Rng rng(seed);
+  std::vector<int> rank(w.pods.size());
+  std::iota(rank.begin(), rank.end(), 0);
+  for (std::size_t i = rank.size(); i > 1; --i) std::swap(rank[i - 1], rank[rng.below(i)]);
+  Arrivals a;
+  a.order.resize(w.pods.size());
+  std::iota(a.order.begin(), a.order.end(), 0);
+  std::sort(a.order.begin(), a.order.end(), [&](int x, int y) {
+    const std::int64_t cx = w.pods[x].creation_time, cy = w.pods[y].creation_time;
+    return cx != cy ? cx < cy : rank[x] < rank[y];
+  });
+  a.node_priority.resize(node_count);
+  std::iota(a.node_priority.begin(), a.node_priority.end(), 0);
+  for (std::size_t i = node_count; i > 1; --i) {
+    std::swap(a.node_priority[i - 1], a.node_priority[rng.below(i)]);
+  }
+  return a;
+}
+
+namespace {
+
+// Linear interpolation between the closest ranks (numpy's default). REQUIRES: sorted, non-empty.
+double percentile(const std::vector<double>& sorted, double q) {
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const std::size_t lo = static_cast<std::size_t>(pos);
+  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+}  // namespace
+
+DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload& w,
+                          const Arrivals& a, const PolicySetup& policy, std::uint64_t seed,
+                          const DynamicOptions& options) {
+  const auto wall = std::chrono::steady_clock::now();
+  Placer placer(nodes, w, policy, a.node_priority, seed, /*track_oracle=*/false);
+  const std::size_t count = placer.node_count();
+  const double capacity = static_cast<double>(gpu_capacity_milli(nodes));
+  const std::size_t arrivals = a.order.size();
+
+  DynamicRun out;
+  out.arrived = static_cast<int>(arrivals);
+  out.arrival.resize(arrivals);
+  out.start.assign(arrivals, -1.0);
+  for (std::size_t k = 0; k < arrivals; ++k) {
+    out.arrival[k] = static_cast<double>(w.pods[a.order[k]].creation_time) / options.speedup;
+  }
+  out.horizon = arrivals == 0 ? 0 : out.arrival.back();
+  const double horizon = out.horizon;
+  const int points = std::max(2, options.curve_points);
+  out.alloc_curve.assign(points, 0);
+  out.waiting_curve.assign(points, 0);
+
+  std::vector<std::size_t> node_of(arrivals, count);
+  std::vector<std::int64_t> granted_of(arrivals, 0);
+  // Departures: (time, arrival index), earliest first; equal times leave in arrival order.
+  using Departure = std::pair<double, std::size_t>;
+  std::priority_queue<Departure, std::vector<Departure>, std::greater<>> departures;
+  std::vector<std::size_t> waiting;  // arrival indices, FIFO
+  std::vector<std::size_t> freed;    // nodes that gained room since the last retry
+  std::vector<char> is_freed(count, 0);
+  std::vector<std::uint64_t> blocked(w.classes, 0);  // == pass: that class fits no freed node
+  std::uint64_t pass = 0;
+
+  std::int64_t used = 0;
+  double last = 0, area = 0, contended_area = 0;
+  int sample = 0;
+  // The state (used, waiting) held over [last, t).
+  auto advance = [&](double t) {
+    while (sample < points) {
+      const double at = options.curve_span * horizon * sample / (points - 1);
+      if (at >= t) break;
+      out.alloc_curve[sample] = 100.0 * static_cast<double>(used) / capacity;
+      out.waiting_curve[sample] = static_cast<double>(waiting.size());
+      ++sample;
+    }
+    const double lo = std::min(last, horizon), hi = std::min(t, horizon);
+    if (hi > lo) area += static_cast<double>(used) * (hi - lo);
+    if (!waiting.empty() && t > last) {
+      out.contended_s += t - last;
+      contended_area += static_cast<double>(used) * (t - last);
+    }
+    last = t;
+  };
+  auto start_pod = [&](std::size_t k, double t) {
+    const int pod = a.order[k];
+    std::int64_t granted = 0;
+    const std::size_t n = placer.place(pod, "pod-" + std::to_string(k), &granted);
+    if (n == count) return false;
+    used += granted;
+    if (t <= horizon) out.alloc_peak = std::max(out.alloc_peak, 100.0 * used / capacity);
+    out.start[k] = t;
+    node_of[k] = n;
+    granted_of[k] = granted;
+    const TracePod& p = w.pods[pod];
+    departures.push({t + static_cast<double>(p.deletion_time - p.creation_time), k});
+    return true;
+  };
+  auto retry = [&](double t) {
+    ++pass;
+    std::size_t keep = 0;
+    for (std::size_t i = 0; i < waiting.size(); ++i) {
+      const std::size_t k = waiting[i];
+      if (options.max_wait > 0 && t - out.arrival[k] > options.max_wait) continue;  // gave up
+      const int pod = a.order[k];
+      const int cls = w.request_class[pod];
+      bool fits = false;
+      if (blocked[cls] != pass) {
+        for (std::size_t n : freed) {
+          if (placement::quick_fit(placer.node(n), w.requests[pod]).code ==
+              placement::FitCode::kFits) {
+            fits = true;
+            break;
+          }
+        }
+      }
+      if (fits && start_pod(k, t)) continue;
+      blocked[cls] = pass;  // placements only take room: the rest of the class cannot fit either
+      waiting[keep++] = k;
+    }
+    waiting.resize(keep);
+    for (std::size_t n : freed) is_freed[n] = 0;
+    freed.clear();
+  };
+
+  std::size_t next = 0;
+  while (next < arrivals || !departures.empty()) {
+    const double arrive =
+        next < arrivals ? out.arrival[next] : std::numeric_limits<double>::infinity();
+    if (!departures.empty() && departures.top().first <= arrive) {
+      const double t = departures.top().first;
+      advance(t);
+      while (!departures.empty() && departures.top().first == t) {
+        const std::size_t k = departures.top().second;
+        departures.pop();
+        placer.release("pod-" + std::to_string(k), node_of[k]);
+        used -= granted_of[k];
+        if (!is_freed[node_of[k]]) {
+          is_freed[node_of[k]] = 1;
+          freed.push_back(node_of[k]);
+        }
+      }
+      retry(t);
+    } else {
+      advance(arrive);
+      placer.observe(a.order[next]);
+      if (!start_pod(next, arrive)) waiting.push_back(next);
+      ++next;
+    }
+  }
+  for (; sample < points; ++sample) {  // the final state (the queue holds the pods never placed)
+    out.alloc_curve[sample] = 100.0 * static_cast<double>(used) / capacity;
+    out.waiting_curve[sample] = static_cast<double>(waiting.size());
+  }
+  out.alloc_mean = horizon > 0 ? 100.0 * area / (horizon * capacity) : out.alloc_peak;
+  out.alloc_contended = out.contended_s > 0 ? 100.0 * contended_area / (out.contended_s * capacity)
+                                            : std::numeric_limits<double>::quiet_NaN();
+
+  std::vector<double> pending;
+  for (std::size_t k = 0; k < arrivals; ++k) {
+    if (out.start[k] >= 0) pending.push_back(out.start[k] - out.arrival[k]);
+  }
+  out.started = static_cast<int>(pending.size());
+  out.never_placed = out.arrived - out.started;
+  if (!pending.empty()) {
+    std::sort(pending.begin(), pending.end());
+    double sum = 0;
+    int waited = 0;
+    for (double p : pending) {
+      sum += p;
+      waited += p > 0;
+    }
+    out.pending_mean = sum / static_cast<double>(pending.size());
+    out.pending_p50 = percentile(pending, 0.50);
+    out.pending_p99 = percentile(pending, 0.99);
+    out.pending_max = pending.back();
+    out.waited_pct = 100.0 * waited / static_cast<double>(pending.size());
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+  return out;
+}
+
+std::vector<DynamicCell> run_dynamic_sweep(
+    const std::vector<model::Node>& nodes, const std::vector<Workload>& workloads,
+    const std::vector<PolicySetup>& policies, const std::vector<int>& seeds,
+    const DynamicOptions& options, unsigned threads,
+    const std::function<void(int, int, const std::string&)>& progress) {
+  const std::size_t W = workloads.size(), P = policies.size(), S = seeds.size();
+  std::vector<Arrivals> arrivals(W * S);
+  for (std::size_t w = 0; w < W; ++w) {
+    for (std::size_t s = 0; s < S; ++s) {
+      arrivals[w * S + s] =
+          make_dynamic_arrivals(workloads[w], nodes.size(), static_cast<std::uint64_t>(seeds[s]));
+    }
+  }
+  std::vector<DynamicCell> cells(W * P);
+  for (std::size_t w = 0; w < W; ++w) {
+    for (std::size_t p = 0; p < P; ++p) {
+      DynamicCell& c = cells[w * P + p];
+      c.trace = workloads[w].name;
+      c.policy = policies[p].label;
+      c.seeds = seeds;
+      c.runs.resize(S);
+    }
+  }
+  const int total = static_cast<int>(W * P * S);
+  std::atomic<int> next{0};
+  int done = 0;
+  std::mutex mu;
+  auto worker = [&] {
+    for (int job = next++; job < total; job = next++) {
+      const std::size_t s = job % S, p = job / S % P, w = job / S / P;
+      DynamicCell& c = cells[w * P + p];
+      c.runs[s] = replay_dynamic(nodes, workloads[w], arrivals[w * S + s], policies[p],
+                                 static_cast<std::uint64_t>(seeds[s]), options);
+      std::lock_guard<std::mutex> lock(mu);
+      ++done;
+      if (progress) {
+        progress(done, total, c.trace + " x " + c.policy + " x seed " + std::to_string(seeds[s]));
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < std::max(1u, threads); ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  return cells;
 }
 
 }  // namespace gapless::bench

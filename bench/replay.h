@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -65,5 +66,83 @@ RunResult replay(const std::vector<model::Node>& nodes, const Workload& w, const
                  const PolicySetup& policy, std::uint64_t seed);
 
 std::int64_t gpu_capacity_milli(const std::vector<model::Node>& nodes);
+
+// --- Dynamic mode (ours; no published anchor) ----------------------------------------------
+//
+// Pods arrive at creation_time / speedup, in creation order, and each runs for its trace
+// lifetime (deletion_time - creation_time, never scaled) from the moment it starts: with
+// speedup 1 a pod that starts on arrival leaves at its deletion_time. A pod that fits nowhere
+// waits in a FIFO queue. Every departure frees capacity, and the waiting pods are then retried
+// in arrival order, without head-of-line blocking (a pod that still does not fit keeps its
+// place and the next one is tried). A new arrival is tried at once, as kube-scheduler's active
+// queue does. At one instant departures come first, then the retry, then arrivals.
+//
+// The retries are bounded by construction: a waiting pod failed on every node when last tried
+// and placements only take room, so it is re-checked (quick_fit) only against the nodes that
+// freed room since, and once one pod of a request class is found not to fit, the rest of its
+// class wait without a check until the next departure. A pod is scored against all nodes (the
+// static replay's placement path) only when one of them fits it, and then it is placed.
+// Optionally a pod gives up after max_wait seconds.
+//
+// The replay runs until every pod has arrived and every started pod has left; pods still
+// waiting then (or that gave up) were never placed. Allocation is measured over the arrival
+// window [0, last arrival], and over the time when pods wait; the curves run on past the last
+// arrival for as long again (curve_span), so that the drain shows.
+
+struct DynamicOptions {
+  double speedup = 1;      // arrival times are creation_time / speedup; lifetimes are not scaled
+  double max_wait = 0;     // seconds a pod waits before it gives up; 0: it waits forever
+  int curve_points = 201;  // samples of the curves over [0, curve_span x last arrival]
+  double curve_span = 2;
+};
+
+// Pods in creation order; pods created at the same second in a seeded order. Node priorities
+// as in make_arrivals. REQUIRES: every pod has times (TracePod::has_times()).
+Arrivals make_dynamic_arrivals(const Workload& w, std::size_t node_count, std::uint64_t seed);
+
+struct DynamicRun {
+  // Per arrival (aligned with Arrivals::order), in seconds; -1 for a pod never placed.
+  std::vector<double> arrival, start;
+  int arrived = 0;
+  int started = 0;
+  int never_placed = 0;  // gave up after max_wait, or still waiting when nothing was left to free
+  // Over the started pods: pending time = start - arrival, in seconds.
+  double pending_mean = 0, pending_p50 = 0, pending_p99 = 0, pending_max = 0;
+  double waited_pct = 0;  // started pods that waited at all, % of started pods
+  double horizon = 0;     // the last arrival, seconds
+  double alloc_mean = 0;  // time-weighted GPU allocation % over [0, horizon]
+  double alloc_peak = 0;  // the highest GPU allocation % reached in [0, horizon]
+  // While at least one pod waits (anywhere in the run, the drain after the last arrival too):
+  // how long that is, and the time-weighted GPU allocation % then (NaN if no pod ever waits).
+  // What is idle while pods wait is what the policy's packing left unusable.
+  double contended_s = 0;
+  double alloc_contended = 0;
+  // At curve_points instants spread evenly over [0, curve_span x horizon]: GPU allocation %,
+  // pods waiting.
+  std::vector<double> alloc_curve, waiting_curve;
+  double seconds = 0;  // wall time of the run
+};
+
+// REQUIRES: nodes sorted by name, arrivals from make_dynamic_arrivals for them.
+DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload& w,
+                          const Arrivals& a, const PolicySetup& policy, std::uint64_t seed,
+                          const DynamicOptions& options);
+
+// Every seed's dynamic run of one policy on one trace.
+struct DynamicCell {
+  std::string trace;
+  std::string policy;  // label as given on the command line
+  std::vector<int> seeds;
+  std::vector<DynamicRun> runs;  // per seed
+};
+
+// Every (trace, policy, seed) over `threads` workers; cells in (trace, policy) order. progress
+// (may be empty) is called after each run with runs done, runs in all, and what finished.
+// REQUIRES: nodes sorted by name; every pod of every workload has times.
+std::vector<DynamicCell> run_dynamic_sweep(
+    const std::vector<model::Node>& nodes, const std::vector<Workload>& workloads,
+    const std::vector<PolicySetup>& policies, const std::vector<int>& seeds,
+    const DynamicOptions& options, unsigned threads,
+    const std::function<void(int, int, const std::string&)>& progress);
 
 }  // namespace gapless::bench

@@ -177,4 +177,97 @@ std::string curve_csv(const Cell& cell) {
   return o.str();
 }
 
+namespace {
+
+Summary over_runs(const DynamicCell& cell, double DynamicRun::*field) {
+  std::vector<double> v;
+  for (const DynamicRun& r : cell.runs) v.push_back(r.*field);
+  return summarize(v);
+}
+
+Summary over_runs(const DynamicCell& cell, int DynamicRun::*field) {
+  std::vector<double> v;
+  for (const DynamicRun& r : cell.runs) v.push_back(r.*field);
+  return summarize(v);
+}
+
+std::string mean_sd(const Summary& s, int decimals) {
+  return s.n == 0 ? "n/a" : num(s.mean, decimals) + " ± " + num(s.sd, decimals);
+}
+
+}  // namespace
+
+std::string dynamic_json_line(const DynamicCell& cell, const DynamicOptions& options) {
+  std::ostringstream o;
+  o << "{\"mode\":\"dynamic\",\"trace\":" << quoted(cell.trace)
+    << ",\"policy\":" << quoted(cell.policy) << ",\"seeds\":[";
+  for (std::size_t i = 0; i < cell.seeds.size(); ++i) o << (i ? "," : "") << cell.seeds[i];
+  o << "],\"speedup\":" << num(options.speedup, 3) << ",\"max_wait_s\":" << num(options.max_wait, 1)
+    << ",\"pods\":" << (cell.runs.empty() ? 0 : cell.runs[0].arrived)
+    << ",\"horizon_s\":" << num(over_runs(cell, &DynamicRun::horizon).mean, 1);
+  auto both = [&](const char* name, const Summary& s, int decimals) {
+    o << ",\"" << name << "\":" << num(s.mean, decimals) << ",\"" << name
+      << "_sd\":" << num(s.sd, decimals);
+  };
+  both("pending_mean_s", over_runs(cell, &DynamicRun::pending_mean), 3);
+  both("pending_p50_s", over_runs(cell, &DynamicRun::pending_p50), 3);
+  both("pending_p99_s", over_runs(cell, &DynamicRun::pending_p99), 3);
+  both("pending_max_s", over_runs(cell, &DynamicRun::pending_max), 3);
+  both("waited_pct", over_runs(cell, &DynamicRun::waited_pct), 3);
+  both("never_placed", over_runs(cell, &DynamicRun::never_placed), 1);
+  both("alloc_pct", over_runs(cell, &DynamicRun::alloc_mean), 3);
+  both("alloc_peak_pct", over_runs(cell, &DynamicRun::alloc_peak), 3);
+  both("contended_s", over_runs(cell, &DynamicRun::contended_s), 1);
+  both("alloc_contended_pct", over_runs(cell, &DynamicRun::alloc_contended), 3);
+  o << ",\"seconds_per_run\":" << num(over_runs(cell, &DynamicRun::seconds).mean, 3) << "}";
+  return o.str();
+}
+
+std::string dynamic_markdown_table(const std::vector<DynamicCell>& cells,
+                                   const DynamicOptions& options) {
+  std::ostringstream o;
+  o << "Dynamic replay, speedup " << num(options.speedup, options.speedup < 10 ? 2 : 0);
+  if (options.max_wait > 0) o << ", max wait " << num(options.max_wait, 0) << " s";
+  o << "; mean ± sd over seeds. Pending time = start - arrival (s) over the pods that started; "
+       "GPU allocation % time-weighted over [0, last arrival].\n\n"
+       "| trace | policy | pending mean (s) | p50 (s) | p99 (s) | max (s) | waited % | "
+       "never placed | GPU alloc % | peak alloc % | alloc % while pods wait |\n"
+       "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const DynamicCell& c : cells) {
+    o << "| " << c.trace << " | " << policy_column(c.policy) << " | "
+      << mean_sd(over_runs(c, &DynamicRun::pending_mean), 1) << " | "
+      << mean_sd(over_runs(c, &DynamicRun::pending_p50), 1) << " | "
+      << mean_sd(over_runs(c, &DynamicRun::pending_p99), 1) << " | "
+      << mean_sd(over_runs(c, &DynamicRun::pending_max), 0) << " | "
+      << mean_sd(over_runs(c, &DynamicRun::waited_pct), 2) << " | "
+      << mean_sd(over_runs(c, &DynamicRun::never_placed), 1) << " | "
+      << mean_sd(over_runs(c, &DynamicRun::alloc_mean), 2) << " | "
+      << mean_sd(over_runs(c, &DynamicRun::alloc_peak), 2) << " | "
+      << mean_sd(over_runs(c, &DynamicRun::alloc_contended), 2) << " |\n";
+  }
+  return o.str();
+}
+
+std::string dynamic_curve_csv(const DynamicCell& cell, const DynamicOptions& options) {
+  std::ostringstream o;
+  o << "time_s,time_pct,alloc_mean,alloc_sd,waiting_mean,waiting_sd\n";
+  if (cell.runs.empty()) return o.str();
+  const std::size_t points = cell.runs[0].alloc_curve.size();
+  const double span = options.curve_span * cell.runs[0].horizon;
+  for (std::size_t i = 0; i < points; ++i) {
+    std::vector<double> alloc, waiting;
+    for (const DynamicRun& r : cell.runs) {
+      if (i >= r.alloc_curve.size()) continue;
+      alloc.push_back(r.alloc_curve[i]);
+      waiting.push_back(r.waiting_curve[i]);
+    }
+    const double frac = points > 1 ? static_cast<double>(i) / static_cast<double>(points - 1) : 0;
+    const Summary a = summarize(alloc), q = summarize(waiting);
+    o << num(span * frac, 1) << "," << num(100.0 * options.curve_span * frac, 2) << ","
+      << num(a.mean, 3) << "," << num(a.sd, 3) << "," << num(q.mean, 2) << "," << num(q.sd, 2)
+      << "\n";
+  }
+  return o.str();
+}
+
 }  // namespace gapless::bench

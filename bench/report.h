@@ -9,6 +9,7 @@
 
 #include "gapless/model/result.h"
 #include "metrics.h"
+#include "replay.h"
 
 namespace gapless::bench {
 
@@ -48,5 +49,20 @@ std::string markdown_table(const std::vector<Cell>& cells, const PublishedTable&
 
 // CSV over arrived 0..130: unallocated mean/sd/median, frag amount and ratio means.
 std::string curve_csv(const Cell& cell);
+
+// Dynamic mode (replay.h). Each statistic is taken per run, then mean and sd over seeds.
+//
+// One JSON line: mode "dynamic", trace, policy, seeds, speedup, max_wait_s, pods, horizon_s;
+// pending_mean_s, pending_p50_s, pending_p99_s, pending_max_s (pending time = start - arrival over
+// the pods that started), waited_pct (started pods that waited at all), never_placed,
+// alloc_pct (time-weighted GPU allocation % over [0, last arrival]), alloc_peak_pct, each with
+// a "_sd" twin; seconds_per_run.
+std::string dynamic_json_line(const DynamicCell& cell, const DynamicOptions& options);
+// One row per (trace, policy): pending mean/p50/p99, waited %, never placed, GPU allocation %.
+std::string dynamic_markdown_table(const std::vector<DynamicCell>& cells,
+                                   const DynamicOptions& options);
+// CSV over time, [0, curve_span x last arrival]: time_s, time_pct (of the last arrival's time),
+// alloc_mean, alloc_sd (GPU allocation %), waiting_mean, waiting_sd (pods waiting).
+std::string dynamic_curve_csv(const DynamicCell& cell, const DynamicOptions& options);
 
 }  // namespace gapless::bench

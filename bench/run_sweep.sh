@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Regenerates bench/results/ (the tables in bench/README.md): builds gapless-bench (Release) and
-# replays the 17 published trace variants, seeds 42-51, with the FGD paper's six baselines and
-# Gapless's own strategy, then the extender's shipped policies.
+# Regenerates bench/results/ (the tables and plots in bench/README.md): builds gapless-bench
+# (Release) and replays the 17 published trace variants, seeds 42-51, with the FGD paper's six
+# baselines and Gapless's own strategy, then the extender's shipped policies, then the dynamic
+# mode on the default trace; last, bench/plot.sh renders the PNGs (skipped, with a note, when
+# gnuplot is missing).
 #
 #   bench/run_sweep.sh                 # traces from ../shared/traces/alibaba-gpu-v2023
 #   TRACES=/path/to/csv bench/run_sweep.sh
@@ -29,3 +31,12 @@ cp "$build"/curves/default_*.csv "$out/curves/"
 "$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" "${pods[@]}" \
   --policy policies/default.yaml --policy bundle --policy spread --seeds 42-51 --json \
   --markdown "$out/table_policies.md" >"$out/results_policies.jsonl"
+"$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" \
+  --pods "$traces/openb_pod_list_default.csv" --dynamic --speedup 100000 \
+  --policy bestfit --policy fgd --policy gapless --policy policies/default.yaml --seeds 42-51 \
+  --json --markdown "$out/dynamic.md" --curves "$out/curves" >"$out/dynamic.jsonl"
+if command -v gnuplot >/dev/null; then
+  "$root/bench/plot.sh"
+else
+  echo "run_sweep.sh: gnuplot not found, plots not redrawn (apt-get install gnuplot-nox)" >&2
+fi

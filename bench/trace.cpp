@@ -159,6 +159,18 @@ Result<std::vector<TracePod>> parse_pods(const std::string& text, const std::str
     }
     p.num_gpu = static_cast<int>(num_gpu);
     p.gpu_milli = static_cast<int>(gpu_milli);
+    // Both time columns or neither; a pod cannot leave before it was created.
+    if (csv.has("creation_time") && csv.has("deletion_time")) {
+      if (!csv.integer("creation_time", 0, kMaxInt, &p.creation_time) ||
+          !csv.integer("deletion_time", 0, kMaxInt, &p.deletion_time)) {
+        return Error{csv.error()};
+      }
+      if (p.deletion_time < p.creation_time) {
+        csv.fail("deletion_time " + std::to_string(p.deletion_time) + " is before creation_time " +
+                 std::to_string(p.creation_time));
+        return Error{csv.error()};
+      }
+    }
     if (csv.has("gpu_spec") && p.num_gpu > 0) {
       for (std::string& m : split(csv.text("gpu_spec"), '|')) {
         if (!m.empty()) p.gpu_spec.push_back(std::move(m));

@@ -29,8 +29,13 @@ struct TracePod {
   int num_gpu = 0;
   int gpu_milli = 0;                  // per GPU; < 1000 only for single-GPU shares
   std::vector<std::string> gpu_spec;  // allowed models in file order ('|'-separated); empty: any
+  // Seconds, from the creation_time and deletion_time columns; -1 where the list has none (the
+  // 5-column multigpu lists). Only the dynamic replay reads them.
+  std::int64_t creation_time = -1;
+  std::int64_t deletion_time = -1;
 
   std::int64_t gpu_request() const { return static_cast<std::int64_t>(num_gpu) * gpu_milli; }
+  bool has_times() const { return creation_time >= 0 && deletion_time >= creation_time; }
 };
 
 // `source` names the text in error messages ("<file>:<line>: ...").

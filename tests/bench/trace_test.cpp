@@ -53,6 +53,29 @@ TEST_CASE("gpu_spec keeps the listed models in order, duplicates included", "[be
   CHECK((*pods)[1].gpu_spec.empty());
 }
 
+TEST_CASE("creation and deletion times load where the list has them", "[bench][trace]") {
+  auto pods = parse_pods(
+      kPodHeader + "p,1000,0,1,500,,LS,Running,10,70,12\n" + "q,1000,0,0,0,,LS,Pending,20,20,\n",
+      "x.csv");
+  REQUIRE(pods.ok());
+  CHECK((*pods)[0].creation_time == 10);
+  CHECK((*pods)[0].deletion_time == 70);
+  CHECK((*pods)[0].has_times());
+  CHECK((*pods)[1].has_times());  // a zero lifetime is allowed
+
+  auto five = parse_pods("name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1000,0,1,500\n", "m.csv");
+  REQUIRE(five.ok());
+  CHECK((*five)[0].creation_time == -1);
+  CHECK_FALSE((*five)[0].has_times());
+
+  auto backwards = parse_pods(kPodHeader + "p,1000,0,1,500,,LS,Running,70,10,70\n", "x.csv");
+  REQUIRE_FALSE(backwards.ok());
+  CHECK(backwards.error() == "x.csv:2: deletion_time 10 is before creation_time 70");
+  auto blank = parse_pods(kPodHeader + "p,1000,0,1,500,,LS,Running,,10,\n", "x.csv");
+  REQUIRE_FALSE(blank.ok());
+  CHECK(blank.error() == "x.csv:2: column creation_time: expected an integer, got \"\"");
+}
+
 TEST_CASE("trace rows become engine nodes and requests", "[bench][trace]") {
   const model::Node n = to_node({"n1", 96000, 393216, 8, "G2"});
   CHECK(n.name == "n1");
