@@ -16,6 +16,7 @@
 #include "gapless/placement/engine.h"
 #include "gapless/placement/fit.h"
 #include "gapless/placement/fragmentation.h"
+#include "jobs.h"
 #include "rng.h"
 
 namespace gapless::bench {
@@ -474,27 +475,16 @@ std::vector<DynamicCell> run_dynamic_sweep(
       c.runs.resize(S);
     }
   }
-  const int total = static_cast<int>(W * P * S);
-  std::atomic<int> next{0};
-  int done = 0;
-  std::mutex mu;
-  auto worker = [&] {
-    for (int job = next++; job < total; job = next++) {
-      const std::size_t s = job % S, p = job / S % P, w = job / S / P;
-      DynamicCell& c = cells[w * P + p];
-      c.runs[s] = replay_dynamic(nodes, workloads[w], arrivals[w * S + s], policies[p],
-                                 static_cast<std::uint64_t>(seeds[s]), options);
-      std::lock_guard<std::mutex> lock(mu);
-      ++done;
-      if (progress) {
-        progress(done, total, c.trace + " x " + c.policy + " x seed " + std::to_string(seeds[s]));
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < std::max(1u, threads); ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
+  run_jobs(
+      static_cast<int>(W * P * S), threads,
+      [&](int job) {
+        const std::size_t s = job % S, p = job / S % P, w = job / S / P;
+        DynamicCell& c = cells[w * P + p];
+        c.runs[s] = replay_dynamic(nodes, workloads[w], arrivals[w * S + s], policies[p],
+                                   static_cast<std::uint64_t>(seeds[s]), options);
+        return c.trace + " x " + c.policy + " x seed " + std::to_string(seeds[s]);
+      },
+      progress);
   return cells;
 }
 

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "jobs.h"
 #include "trace.h"
 
 namespace gapless::bench {
@@ -68,31 +69,19 @@ std::vector<Cell> run_sweep(const SweepInput& in, unsigned threads, const Progre
       c.failed.resize(S);
     }
   }
-  const int total = static_cast<int>(W * P * S);
-  std::atomic<int> next{0};
-  int done = 0;
-  std::mutex mu;
-  auto worker = [&] {
-    for (int job = next++; job < total; job = next++) {
-      const std::size_t s = job % S, p = job / S % P, w = job / S / P;
-      const RunResult r = replay(in.nodes, in.workloads[w], arrivals[w * S + s], in.policies[p],
-                                 static_cast<std::uint64_t>(in.seeds[s]));
-      Cell& c = cells[w * P + p];
-      c.curves[s] = bucket(r.events, capacity);
-      c.seconds[s] = r.seconds;
-      c.failed[s] = r.failed;
-      std::lock_guard<std::mutex> lock(mu);
-      ++done;
-      if (progress) {
-        progress(done, total,
-                 c.trace + " x " + c.policy + " x seed " + std::to_string(in.seeds[s]));
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < std::max(1u, threads); ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
+  run_jobs(
+      static_cast<int>(W * P * S), threads,
+      [&](int job) {
+        const std::size_t s = job % S, p = job / S % P, w = job / S / P;
+        const RunResult r = replay(in.nodes, in.workloads[w], arrivals[w * S + s], in.policies[p],
+                                   static_cast<std::uint64_t>(in.seeds[s]));
+        Cell& c = cells[w * P + p];
+        c.curves[s] = bucket(r.events, capacity);
+        c.seconds[s] = r.seconds;
+        c.failed[s] = r.failed;
+        return c.trace + " x " + c.policy + " x seed " + std::to_string(in.seeds[s]);
+      },
+      progress);
   return cells;
 }
 
