@@ -1,5 +1,6 @@
 // gapless-extender: the scheduler-extender webhook.
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <memory>
@@ -48,6 +49,13 @@ int main(int argc, char** argv) {
   std::string kubeconfig;
   std::string context;
   std::size_t max_body = 16 * 1024 * 1024;
+  int read_timeout = 30;
+  int write_timeout = 30;
+  std::size_t workers = server::default_workers();
+  std::size_t max_queue = 64;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string client_ca;
   bool version = false;
   app.add_option("--listen", listen, "HOST:PORT to serve on")->capture_default_str();
   app.add_option("--url-prefix", prefix, "path prefix of the extender verbs (urlPrefix's path)");
@@ -60,6 +68,26 @@ int main(int argc, char** argv) {
   app.add_option("--context", context, "kubeconfig context (default: current-context)");
   app.add_option("--check-policy", check_policy, "validate a policy file and exit");
   app.add_option("--max-body-bytes", max_body, "largest request body accepted")->capture_default_str();
+  app.add_option("--read-timeout", read_timeout,
+                 "seconds one socket read may wait (request, TLS handshake)")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--write-timeout", write_timeout, "seconds one socket write may wait")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--workers", workers, "threads serving connections")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--max-queue", max_queue,
+                 "connections that may wait for a busy worker; beyond, requests are answered at "
+                 "once with an overload error")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  app.add_option("--tls-cert", tls_cert,
+                 "serve HTTPS with this PEM certificate (chain); needs --tls-key");
+  app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert");
+  app.add_option("--client-ca", client_ca,
+                 "require client certificates verified by this PEM CA bundle (needs --tls-cert)");
   app.add_flag("--version", version, "print the version and exit");
   CLI11_PARSE(app, argc, argv);
 
@@ -140,13 +168,27 @@ int main(int argc, char** argv) {
   server::InMemoryBinder memory_binder;
   k8s::Binder& binder = kube ? kube->binder() : static_cast<k8s::Binder&>(memory_binder);
   server::Extender extender(std::move(cluster), std::move(policy), binder, metrics);
-  if (kube) kube->start(extender, metrics);
-  server::HttpServer http(extender, {prefix, max_body, [&extender] { return extender.ready(); }});
+  server::HttpOptions http_options;
+  http_options.url_prefix = prefix;
+  http_options.max_body_bytes = max_body;
+  http_options.ready = [&extender] { return extender.ready(); };
+  http_options.read_timeout = std::chrono::seconds(read_timeout);
+  http_options.write_timeout = std::chrono::seconds(write_timeout);
+  http_options.workers = workers;
+  http_options.max_queue = max_queue;
+  http_options.tls_cert_file = tls_cert;
+  http_options.tls_key_file = tls_key;
+  http_options.client_ca_file = client_ca;
+  http_options.metrics = &metrics;
+  // Bound (and the TLS files loaded) before the cluster is watched: a bad flag or a busy port
+  // fails the start at once.
+  server::HttpServer http(extender, std::move(http_options));
   auto bound = http.bind(host, port);
   if (!bound) {
-    server::log_error(bound.error());
+    server::log_error("refusing to start: " + bound.error());
     return 1;
   }
+  if (kube) kube->start(extender, metrics);
   std::optional<server::PolicyWatch> watch;
   if (!policy_file.empty()) watch.emplace(extender, metrics, policy_file);
 
@@ -163,8 +205,10 @@ int main(int argc, char** argv) {
       return;
     }
   });
-  server::log_info("serving " + source + " on http://" + host + ":" + std::to_string(*bound) +
-                   server::normalize_prefix(prefix) + " (policy: " + extender.policy_source() + ")");
+  server::log_info("serving " + source + " on " + (http.tls() ? "https://" : "http://") + host +
+                   ":" + std::to_string(*bound) + server::normalize_prefix(prefix) +
+                   " (policy: " + extender.policy_source() +
+                   (client_ca.empty() ? "" : "; client certificates required") + ")");
   http.serve();
   if (signal_thread.joinable()) {
     // serve() also returns if the listener fails; wake the signal thread so it can exit.

@@ -1,12 +1,21 @@
 #include "gapless/server/http_server.h"
 
 #include <httplib.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 
 #include <array>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 namespace gapless::server {
 
@@ -28,6 +37,234 @@ std::string error_json(const std::string& message) {
                                                  nlohmann::json::error_handler_t::replace);
 }
 
+// The overflow lane's threads (and the accept thread, when it serves a connection itself) set
+// this while they run a connection: the route handlers then answer at once (see ConnectionPool).
+thread_local bool t_overflow = false;
+
+class OverflowScope {
+ public:
+  OverflowScope() { t_overflow = true; }
+  ~OverflowScope() { t_overflow = false; }
+  OverflowScope(const OverflowScope&) = delete;
+  OverflowScope& operator=(const OverflowScope&) = delete;
+};
+
+// The first queued OpenSSL error as text (and the queue cleared), or "".
+std::string openssl_error() {
+  const unsigned long code = ERR_get_error();
+  ERR_clear_error();
+  if (code == 0) return "";
+  std::array<char, 256> buf{};
+  ERR_error_string_n(code, buf.data(), buf.size());
+  return buf.data();
+}
+
+Status check_readable(const char* flag, const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    return Error{std::string(flag) + " " + path + ": cannot read: " + std::strerror(errno)};
+  }
+  std::fclose(f);
+  return Status::Ok();
+}
+
+// Loads certificate, key and (optionally) the client CA into `ctx`; each failure names its flag
+// and file. Plain OpenSSL calls, so every failure is caught (httplib's file constructor ignores
+// a bad client CA file and would then refuse every client).
+Status setup_tls(SSL_CTX& ctx, const HttpOptions& o) {
+  for (auto [flag, path] :
+       {std::pair{"--tls-cert", &o.tls_cert_file}, std::pair{"--tls-key", &o.tls_key_file},
+        std::pair{"--client-ca", &o.client_ca_file}}) {
+    if (path->empty()) continue;
+    if (Status s = check_readable(flag, *path); !s) return s;
+  }
+  ERR_clear_error();
+  SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
+  SSL_CTX_set_options(&ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
+                                SSL_OP_NO_SESSION_RESUMPTION_ON_RENEGOTIATION);
+  if (SSL_CTX_use_certificate_chain_file(&ctx, o.tls_cert_file.c_str()) != 1) {
+    return Error{"--tls-cert " + o.tls_cert_file +
+                 ": not a PEM certificate (chain): " + openssl_error()};
+  }
+  if (SSL_CTX_use_PrivateKey_file(&ctx, o.tls_key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    return Error{"--tls-key " + o.tls_key_file +
+                 ": not an unencrypted PEM private key for the certificate in --tls-cert " +
+                 o.tls_cert_file + ": " + openssl_error()};
+  }
+  if (SSL_CTX_check_private_key(&ctx) != 1) {
+    return Error{"--tls-key " + o.tls_key_file + ": does not match the certificate in --tls-cert " +
+                 o.tls_cert_file + ": " + openssl_error()};
+  }
+  if (o.client_ca_file.empty()) return Status::Ok();
+  if (SSL_CTX_load_verify_locations(&ctx, o.client_ca_file.c_str(), nullptr) != 1) {
+    return Error{"--client-ca " + o.client_ca_file +
+                 ": no PEM CA certificate in it: " + openssl_error()};
+  }
+  // Also tell clients which CAs are accepted (Go's TLS client picks its certificate by them).
+  STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(o.client_ca_file.c_str());
+  if (names == nullptr) {
+    return Error{"--client-ca " + o.client_ca_file +
+                 ": no PEM CA certificate in it: " + openssl_error()};
+  }
+  SSL_CTX_set_client_CA_list(&ctx, names);  // takes ownership
+  SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  ERR_clear_error();
+  return Status::Ok();
+}
+
+Status check_options(const HttpOptions& o) {
+  if (o.workers == 0) return Error{"--workers must be at least 1"};
+  if (o.read_timeout.count() <= 0) return Error{"--read-timeout must be positive"};
+  if (o.write_timeout.count() <= 0) return Error{"--write-timeout must be positive"};
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+    return Error{"--tls-cert and --tls-key must be given together"};
+  }
+  if (!o.client_ca_file.empty() && o.tls_cert_file.empty()) {
+    return Error{"--client-ca needs --tls-cert and --tls-key"};
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// The bounded pool behind httplib's accept loop (installed through Server::new_task_queue).
+//
+// httplib accepts a connection and hands the pool a function that owns the socket: it reads
+// requests, answers them and closes the socket. The pool never sees the socket, so every
+// connection must be given to a thread that runs that function, or its descriptor leaks:
+//  - Worker lane: `workers` threads; a connection waits in the queue when there are no more
+//    idle workers than waiting connections and fewer than `max_queue` wait beyond those.
+//  - Overflow lane: otherwise, one of kOverflowThreads threads runs the function with
+//    t_overflow set. The handlers then answer without work: health probes normally, extender
+//    verbs with {"Error":"overloaded: ..."}, other routes 503, with "Connection: close".
+//  - If even the overflow lane's queue is full, the accept thread runs the connection itself
+//    (t_overflow set): accepting pauses for that long instead of piling up descriptors.
+// shutdown() lets every queued connection run (httplib's function sees the listener closed and
+// just closes the socket) and joins all threads.
+class ConnectionPool {
+ public:
+  static constexpr std::size_t kOverflowThreads = 2;
+  static constexpr std::size_t kOverflowQueue = 128;
+
+  ConnectionPool(std::size_t workers, std::size_t max_queue)
+      : workers_(workers), max_queue_(max_queue) {}
+  ~ConnectionPool() { shutdown(); }
+  ConnectionPool(const ConnectionPool&) = delete;
+  ConnectionPool& operator=(const ConnectionPool&) = delete;
+
+  void start() {
+    std::lock_guard lock(mu_);
+    if (!threads_.empty()) return;
+    shutdown_ = false;
+    for (std::size_t i = 0; i < workers_; ++i) threads_.emplace_back([this] { work(); });
+    for (std::size_t i = 0; i < kOverflowThreads; ++i) {
+      threads_.emplace_back([this] { overflow_work(); });
+    }
+  }
+
+  void enqueue(std::function<void()> fn) {
+    std::unique_lock lock(mu_);
+    if (jobs_.size() < idle_ + max_queue_) {
+      jobs_.push_back(std::move(fn));
+      lock.unlock();
+      work_cv_.notify_one();
+      return;
+    }
+    if (overflow_.size() < kOverflowQueue) {
+      overflow_.push_back(std::move(fn));
+      lock.unlock();
+      overflow_cv_.notify_one();
+      return;
+    }
+    lock.unlock();
+    OverflowScope scope;
+    fn();
+  }
+
+  void shutdown() {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard lock(mu_);
+      shutdown_ = true;
+      threads.swap(threads_);
+    }
+    work_cv_.notify_all();
+    overflow_cv_.notify_all();
+    for (std::thread& t : threads) t.join();
+  }
+
+  std::size_t queued() const {
+    std::lock_guard lock(mu_);
+    return jobs_.size();
+  }
+  std::size_t busy() const {
+    std::lock_guard lock(mu_);
+    return busy_;
+  }
+  std::size_t workers() const { return workers_; }
+  std::size_t max_queue() const { return max_queue_; }
+
+ private:
+  void work() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      ++idle_;
+      work_cv_.wait(lock, [this] { return shutdown_ || !jobs_.empty(); });
+      --idle_;
+      if (jobs_.empty()) return;  // shut down and drained
+      std::function<void()> fn = std::move(jobs_.front());
+      jobs_.pop_front();
+      ++busy_;
+      lock.unlock();
+      fn();
+      fn = nullptr;
+      lock.lock();
+      --busy_;
+    }
+  }
+
+  void overflow_work() {
+    OverflowScope scope;
+    std::unique_lock lock(mu_);
+    for (;;) {
+      overflow_cv_.wait(lock, [this] { return shutdown_ || !overflow_.empty(); });
+      if (overflow_.empty()) return;
+      std::function<void()> fn = std::move(overflow_.front());
+      overflow_.pop_front();
+      lock.unlock();
+      fn();
+      fn = nullptr;
+      lock.lock();
+    }
+  }
+
+  const std::size_t workers_;
+  const std::size_t max_queue_;
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::condition_variable overflow_cv_;
+  std::deque<std::function<void()>> jobs_;
+  std::deque<std::function<void()>> overflow_;
+  std::size_t idle_ = 0;  // workers waiting for a connection
+  std::size_t busy_ = 0;  // workers running one
+  bool shutdown_ = false;
+  std::vector<std::thread> threads_;
+};
+
+namespace {
+
+// What httplib owns and deletes when its accept loop ends; the pool itself stays with the
+// HttpServer so its state can be read at any time.
+class PoolQueue : public httplib::TaskQueue {
+ public:
+  explicit PoolQueue(ConnectionPool& pool) : pool_(pool) { pool_.start(); }
+  void enqueue(std::function<void()> fn) override { pool_.enqueue(std::move(fn)); }
+  void shutdown() override { pool_.shutdown(); }
+
+ private:
+  ConnectionPool& pool_;
+};
+
 }  // namespace
 
 std::string normalize_prefix(std::string prefix) {
@@ -37,21 +274,41 @@ std::string normalize_prefix(std::string prefix) {
 }
 
 HttpServer::HttpServer(Extender& extender, HttpOptions options)
-    : extender_(extender), options_(std::move(options)), server_(std::make_unique<httplib::Server>()) {
+    : extender_(extender), options_(std::move(options)), setup_(check_options(options_)) {
   options_.url_prefix = normalize_prefix(options_.url_prefix);
+  pool_ = std::make_unique<ConnectionPool>(std::max<std::size_t>(options_.workers, 1),
+                                           options_.max_queue);
+  if (setup_ && tls()) {
+    Status tls_status = Error{"cannot create a TLS context"};
+    server_ = std::make_unique<httplib::SSLServer>([this, &tls_status](SSL_CTX& ctx) {
+      tls_status = setup_tls(ctx, options_);
+      return tls_status.ok();
+    });
+    if (!tls_status) {
+      setup_ = tls_status;
+    } else if (!server_->is_valid()) {
+      setup_ = Error{"cannot create a TLS context: " + openssl_error()};
+    }
+  } else {
+    server_ = std::make_unique<httplib::Server>();
+  }
   install_routes();
 }
 
 HttpServer::~HttpServer() { stop(); }
 
+std::size_t HttpServer::queued_connections() const { return pool_->queued(); }
+std::size_t HttpServer::busy_workers() const { return pool_->busy(); }
+
 void HttpServer::install_routes() {
   httplib::Server& s = *server_;
   s.set_payload_max_length(options_.max_body_bytes);
-  s.set_read_timeout(30, 0);
-  s.set_write_timeout(30, 0);
+  s.set_read_timeout(static_cast<time_t>(options_.read_timeout.count()), 0);
+  s.set_write_timeout(static_cast<time_t>(options_.write_timeout.count()), 0);
   // httplib writes a response's headers and body separately; with Nagle's algorithm on, the body
   // waits for the ACK of the headers, which the scheduler's TCP stack delays by up to 40 ms.
   s.set_tcp_nodelay(true);
+  s.new_task_queue = [pool = pool_.get()] { return new PoolQueue(*pool); };
 
   const std::string prefix = options_.url_prefix;
   auto is_verb_path = [prefix](const std::string& path) {
@@ -61,28 +318,80 @@ void HttpServer::install_routes() {
     return false;
   };
 
+  Metrics* metrics = options_.metrics;
+  const std::string overloaded =
+      "overloaded: all " + std::to_string(pool_->workers()) + " workers are busy and " +
+      std::to_string(pool_->max_queue()) +
+      " connections already wait for one (--workers, --max-queue); retry shortly";
+  // In the overflow lane: answer at once and close. Returns true if it answered.
+  auto overflow_answer = [metrics, overloaded](const std::string& route, bool verb,
+                                               httplib::Response& res) {
+    if (!t_overflow) return false;
+    if (metrics != nullptr) metrics->count_overload(route);
+    res.set_header("Connection", "close");
+    if (verb) {
+      // kube-scheduler reads only 200 bodies; filter's answer keeps ExtenderFilterResult's keys.
+      nlohmann::json out = {{"Error", overloaded}};
+      if (route == "filter") {
+        out.update({{"Nodes", nullptr},
+                    {"NodeNames", nullptr},
+                    {"FailedNodes", nullptr},
+                    {"FailedAndUnresolvableNodes", nullptr}});
+      }
+      res.set_content(out.dump(), kJson);
+    } else {
+      res.status = 503;
+      res.set_header("Retry-After", "1");
+      res.set_content(error_json(overloaded), kJson);
+    }
+    return true;
+  };
+  // Every handler starts here: the test hook, or the overflow lane's answer.
+  auto enter = [this, overflow_answer](const std::string& route, bool verb,
+                                       const httplib::Request& req, httplib::Response& res) {
+    if (overflow_answer(route, verb, res)) return false;
+    if (options_.before_handler) options_.before_handler(req.path);
+    return true;
+  };
+
   for (const Verb& v : kVerbs) {
     auto handle = v.handle;
-    s.Post(prefix + "/" + v.name, [this, handle](const httplib::Request& req, httplib::Response& res) {
-      res.set_content((extender_.*handle)(req.body), kJson);
-    });
+    const std::string name = v.name;
+    s.Post(prefix + "/" + v.name,
+           [this, handle, name, enter](const httplib::Request& req, httplib::Response& res) {
+             if (!enter(name, true, req, res)) return;
+             res.set_content((extender_.*handle)(req.body), kJson);
+           });
   }
-  s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+  // Health probes are cheap and answered in the overflow lane too.
+  auto enter_probe = [this](const httplib::Request& req, httplib::Response& res) {
+    if (t_overflow) {
+      res.set_header("Connection", "close");
+    } else if (options_.before_handler) {
+      options_.before_handler(req.path);
+    }
+  };
+  s.Get("/healthz", [enter_probe](const httplib::Request& req, httplib::Response& res) {
+    enter_probe(req, res);
     res.set_content("ok\n", "text/plain");
   });
-  s.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+  s.Get("/readyz", [this, enter_probe](const httplib::Request& req, httplib::Response& res) {
+    enter_probe(req, res);
     const bool ready = !options_.ready || options_.ready();
     res.status = ready ? 200 : 503;
     res.set_content(ready ? "ok\n" : "not ready\n", "text/plain");
   });
-  s.Get("/version", [](const httplib::Request&, httplib::Response& res) {
+  s.Get("/version", [enter](const httplib::Request& req, httplib::Response& res) {
+    if (!enter(req.path, false, req, res)) return;
     res.set_content(nlohmann::json{{"name", "gapless-extender"}, {"version", GAPLESS_VERSION}}.dump(),
                     kJson);
   });
-  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  s.Get("/metrics", [this, enter](const httplib::Request& req, httplib::Response& res) {
+    if (!enter(req.path, false, req, res)) return;
     res.set_content(extender_.metrics_text(), "text/plain; version=0.0.4");
   });
-  s.Get("/debug/state", [this](const httplib::Request&, httplib::Response& res) {
+  s.Get("/debug/state", [this, enter](const httplib::Request& req, httplib::Response& res) {
+    if (!enter(req.path, false, req, res)) return;
     res.set_content(extender_.debug_state(), kJson);
   });
 
@@ -123,6 +432,7 @@ void HttpServer::install_routes() {
 }
 
 Result<int> HttpServer::bind(const std::string& host, int port) {
+  if (!setup_) return Error{setup_.error()};
   // httplib's default options set SO_REUSEPORT, which lets a second extender bind the same port
   // and silently take half the calls with its own model; SO_REUSEADDR only allows restarts.
   // httplib also listens with a backlog of 5: a burst of new connections overflows it and the
@@ -141,7 +451,8 @@ Result<int> HttpServer::bind(const std::string& host, int port) {
 
 void HttpServer::serve() {
   serve_entered_ = true;
-  if (!stop_requested_) server_->listen_after_bind();
+  // An unusable TLS context is never served (httplib would dereference it per connection).
+  if (!stop_requested_ && setup_) server_->listen_after_bind();
   serve_returned_ = true;
 }
 

@@ -37,6 +37,11 @@ Metrics::Metrics()
                        .Name("gapless_bad_allocation_records_total")
                        .Help("Allocation records that could not be decoded or applied; each fences its node.")
                        .Register(*registry_)),
+      overloads_(prometheus::BuildCounter()
+                     .Name("gapless_http_overload_total")
+                     .Help("Requests answered at once with an overload error (verbs: 200 with Error, "
+                           "other routes: 503) because every worker was busy and the queue full.")
+                     .Register(*registry_)),
       gpus_(prometheus::BuildGauge()
                 .Name("gapless_cluster_gpus")
                 .Help("GPUs in the model, by health.")
@@ -76,6 +81,10 @@ void Metrics::count_policy_reload(bool ok) {
 }
 
 void Metrics::count_bad_record() { bad_records_.Add({}).Increment(); }
+
+void Metrics::count_overload(const std::string& route) {
+  overloads_.Add({{"route", route}}).Increment();
+}
 
 void Metrics::update_cluster(const model::Cluster& cluster) {
   double healthy = 0, unhealthy = 0, whole = 0, shared = 0, mig = 0, vram = 0;

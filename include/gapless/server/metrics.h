@@ -29,6 +29,9 @@ class Metrics {
   void count_policy_reload(bool ok);
   // An allocation record that could not be read or applied (its node is fenced).
   void count_bad_record();
+  // A request the HTTP server answered without a worker because its queue was full; route:
+  // the verb (filter, ...) or the path (/version, ...).
+  void count_overload(const std::string& route);
 
   // Refreshes the cluster gauges from the model. REQUIRES: caller holds the model's lock.
   void update_cluster(const model::Cluster& cluster);
@@ -44,6 +47,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& binds_;
   prometheus::Family<prometheus::Counter>& reloads_;
   prometheus::Family<prometheus::Counter>& bad_records_;
+  prometheus::Family<prometheus::Counter>& overloads_;
   prometheus::Family<prometheus::Gauge>& gpus_;
   prometheus::Family<prometheus::Gauge>& gpus_in_use_;
   prometheus::Family<prometheus::Gauge>& vram_allocated_;

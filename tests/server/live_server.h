@@ -1,0 +1,102 @@
+// Test fixture for the serving layer itself (TLS, limits, overload): a real HttpServer built
+// from any HttpOptions, on 127.0.0.1 and an ephemeral port, serving on its own thread. Unlike
+// TestServer it does not probe the server with a plain-HTTP client, so it also serves HTTPS and
+// mutual TLS; overload answers are counted in its own Metrics.
+#pragma once
+
+#include <dirent.h>
+#include <httplib.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "test_server.h"
+
+namespace gapless::test {
+
+class LiveServer {
+ public:
+  explicit LiveServer(server::HttpOptions options, model::Cluster cluster = demo_cluster())
+      : extender_(std::move(cluster), placement::builtin_policy(), binder_, metrics_),
+        http_(extender_, with_metrics(std::move(options), &metrics_)) {
+    auto bound = http_.bind("127.0.0.1", 0);
+    if (!bound) throw std::runtime_error(bound.error());
+    port_ = *bound;
+    // The listening socket queues connections until the accept loop runs, and stop() waits
+    // for that loop if serve() has begun: no start-up probe needed.
+    thread_ = std::thread([this] { http_.serve(); });
+  }
+  ~LiveServer() {
+    http_.stop();
+    thread_.join();
+  }
+  LiveServer(const LiveServer&) = delete;
+  LiveServer& operator=(const LiveServer&) = delete;
+
+  int port() const { return port_; }
+  server::HttpServer& http() { return http_; }
+  server::Metrics& metrics() { return metrics_; }
+  server::InMemoryBinder& binder() { return binder_; }
+
+  // A plain-HTTP client with generous timeouts (sanitizer builds are slow).
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_connection_timeout(10);
+    c.set_read_timeout(30);
+    c.set_write_timeout(30);
+    return c;
+  }
+
+  // The bind() error these options give, or "" if they bind.
+  static std::string bind_error(server::HttpOptions options) {
+    server::Metrics metrics;
+    server::InMemoryBinder binder;
+    server::Extender extender(cluster_of(json::array({gfd_node("n", 1)})),
+                              placement::builtin_policy(), binder, metrics);
+    server::HttpServer http(extender, std::move(options));
+    auto bound = http.bind("127.0.0.1", 0);
+    return bound ? "" : bound.error();
+  }
+
+ private:
+  static server::HttpOptions with_metrics(server::HttpOptions o, server::Metrics* m) {
+    o.metrics = m;
+    return o;
+  }
+
+  server::Metrics metrics_;
+  server::InMemoryBinder binder_;
+  server::Extender extender_;
+  server::HttpServer http_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// Polls `done` until it holds or `limit` passes.
+inline bool eventually(const std::function<bool()>& done,
+                       std::chrono::milliseconds limit = std::chrono::seconds(20)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// Open file descriptors of this process (leak checks).
+inline int open_fds() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+}  // namespace gapless::test
