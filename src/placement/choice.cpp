@@ -33,7 +33,8 @@ void candidates_of(const model::Node& node, const model::GpuRequest& req, const 
 }  // namespace
 
 bool score_pick(const model::Node& node, const model::GpuRequest& req, const Profile& profile,
-                double* gpu_score, double* connectivity) {
+                double* gpu_score, double* connectivity, double* island_kept) {
+  if (island_kept != nullptr) *island_kept = 1.0;
   if (node.fenced()) return false;
   if (req.kind == model::RequestKind::kMig) {
     auto mig = choose_mig(node, req, profile);
@@ -47,10 +48,12 @@ bool score_pick(const model::Node& node, const model::GpuRequest& req, const Pro
   thread_local std::vector<int> candidates;
   thread_local std::vector<double> scores;
   candidates_of(node, req, profile, candidates, scores);
-  auto set = best_set(node, candidates, scores, req.units(), req.topology, profile);
+  auto set = best_set(node, candidates, scores, req.units(), req.topology, profile,
+                      /*break_ties=*/island_kept != nullptr);
   if (!set) return false;
   *gpu_score = set->gpu_score;
   *connectivity = set->connectivity;
+  if (island_kept != nullptr) *island_kept = set->island_kept;
   return true;
 }
 

@@ -115,9 +115,11 @@ bool topology_counts(const model::GpuRequest& req) {
 }
 
 // Weighted mean of the node-level strategies, the GPU-level score of the pick, and (for
-// multi-GPU requests that care) the connectivity of the pick.
+// multi-GPU requests that care) the connectivity of the pick and the largest NVLink island it
+// leaves free, so that of two nodes that give the pod equally good GPUs the one whose big island
+// survives is preferred (an 8-GPU job later still finds one).
 double weighted_score(const model::Node& node, const model::GpuRequest& req, const Profile& profile,
-                      const double* gpu_score, double conn) {
+                      const double* gpu_score, double conn, double island_kept = 1.0) {
   double sum = 0, weights = 0;
   for (const WeightedStrategy& ws : profile.node) {
     sum += ws.weight * ws.strategy->score_node_in(profile.context, node, req);
@@ -128,8 +130,8 @@ double weighted_score(const model::Node& node, const model::GpuRequest& req, con
     weights += profile.gpu_weight;
   }
   if (topology_counts(req)) {
-    sum += profile.topology_weight * conn;
-    weights += profile.topology_weight;
+    sum += profile.topology_weight * (conn + island_kept);
+    weights += 2 * profile.topology_weight;
   }
   return weights > 0 ? sum / weights : 0.0;
 }
@@ -138,9 +140,12 @@ double weighted_score(const model::Node& node, const model::GpuRequest& req, con
 
 double score_node(const model::Node& node, const model::GpuRequest& req, const Profile& profile) {
   if (req.kind == model::RequestKind::kNone) return 0.0;
-  double gpu_score = 0, conn = 1;
-  if (!score_pick(node, req, profile, &gpu_score, &conn)) return -1.0;
-  return weighted_score(node, req, profile, &gpu_score, conn);
+  double gpu_score = 0, conn = 1, island_kept = 1;
+  const bool islands = topology_counts(req) && profile.topology_weight > 0;
+  if (!score_pick(node, req, profile, &gpu_score, &conn, islands ? &island_kept : nullptr)) {
+    return -1.0;
+  }
+  return weighted_score(node, req, profile, &gpu_score, conn, island_kept);
 }
 
 double score_fitting_node(const model::Node& node, const model::GpuRequest& req,

@@ -267,3 +267,29 @@ TEST_CASE("large node: nvlink-required finds the NVLink set greedy growth misses
   CHECK(place_commit(c, whole(8, kReq), bundle(), "p", "big") ==
         std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
 }
+
+// Six GPUs: a fully NVLinked quad {0..3} and an NVLinked pair {4,5}, nothing between them.
+Node quad_and_pair(const std::string& name) {
+  Node n = pcie_node(name, 6, kH100, 81559);
+  for (int a = 0; a < 6; ++a) {
+    for (int b = a + 1; b < 6; ++b) {
+      if ((a < 4 && b < 4) || (a == 4 && b == 5)) n.links.set(a, b, nvlink(18));
+    }
+  }
+  return n;
+}
+
+TEST_CASE("node score: a 2-GPU pod prefers the node where it fits a fragment over breaking a quad",
+          "[placement][whole][islands]") {
+  // Same fill, same pair quality: on "pair free" the pod can take an NVLink pair without cutting
+  // into the largest island by more than one GPU; on "pair broken" the quad is the only NVLink
+  // island left and any pair halves it.
+  const Node pair_free = with_taken(quad_and_pair("pair-free"), 1u << 0);
+  const Node pair_broken = with_taken(quad_and_pair("pair-broken"), 1u << 4);
+  const GpuRequest req = whole(2, kPref);
+  for (const auto& profile : {bundle(), spread()}) {
+    INFO(profile.name);
+    CHECK(gapless::placement::score_node(pair_free, req, profile) >
+          gapless::placement::score_node(pair_broken, req, profile));
+  }
+}

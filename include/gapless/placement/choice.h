@@ -14,8 +14,9 @@ namespace gapless::placement {
 struct Choice {
   std::vector<model::GpuGrant> gpus;
   std::vector<model::MigGrant> mig;
-  double gpu_score = 0.0;     // GPU-level strategies' mean score of the picked GPUs, 0..1
-  double connectivity = 1.0;  // mean pair link weight / Link::kMaxWeight, capped at 1 (1 for one GPU)
+  double gpu_score = 0.0;  // GPU-level strategies' mean score of the picked GPUs, 0..1
+  double connectivity =
+      1.0;  // mean pair link weight / Link::kMaxWeight, capped at 1 (1 for one GPU)
 };
 
 // The best pick under the profile's GPU-level strategies and topology weight, or nullopt when
@@ -25,8 +26,11 @@ std::optional<Choice> choose(const model::Node& node, const model::GpuRequest& r
 
 // The GPU-level score and connectivity of the best pick, without building its grants (node
 // scoring does this for every candidate node). Returns false when nothing fits now.
+// `island_kept`, if given, gets how much of the node's largest free NVLink island the pick leaves
+// (1 - (clique before - clique after) / k; 1 without NVLink): the pick is then the one choose()
+// would make, ties broken towards the largest island left.
 bool score_pick(const model::Node& node, const model::GpuRequest& req, const Profile& profile,
-                double* gpu_score, double* connectivity);
+                double* gpu_score, double* connectivity, double* island_kept = nullptr);
 
 // GPU-level score of one GPU under the profile (weighted mean of its gpu strategies).
 double gpu_level_score(const Profile& profile, const model::Node& node, const model::Gpu& gpu,
