@@ -153,6 +153,8 @@ Result<model::Allocation> decode_allocation_record(std::string_view text, const 
                                                    const std::string& name,
                                                    const std::string& uid) {
   const std::string prefix = std::string(kAllocationAnnotation) + ": ";
+  // Error messages quote values, and dumping one recurses once per level.
+  if (!json_depth_ok(text)) return Error{prefix + kJsonTooDeep};
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return Error{prefix + "not valid JSON"};
   model::Allocation a;

@@ -4,11 +4,13 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "../common/yaml_load_all.h"
 #include "gapless/k8s/allocation_record.h"
 #include "gapless/k8s/json_fields.h"
 #include "gapless/k8s/node_inventory.h"
@@ -21,7 +23,12 @@ using nlohmann::json;
 namespace {
 
 constexpr int kMaxYamlDepth = 64;
-constexpr std::size_t kMaxYamlNodes = 10'000'000;  // aliases could otherwise expand without end
+// Aliases could otherwise expand without end: nine levels of ten aliases each make 10^9 nodes
+// of a 430-byte file. Without aliases a document has at most about one node per byte, so
+// kYamlNodesPerByte leaves room for ordinary alias use and still stops such a file early (a
+// fixed budget of 10M nodes took 36 s and 1.4 GB under ASan; fuzz/regressions/cluster_file/).
+constexpr std::size_t kMaxYamlNodes = 10'000'000;
+constexpr std::size_t kYamlNodesPerByte = 16;
 
 // A plain (unquoted) YAML scalar as YAML 1.2's core schema reads it, limited to what Kubernetes
 // objects use: booleans and integers; everything else, floats included, stays a string.
@@ -40,9 +47,11 @@ json plain_scalar(const std::string& s) {
   return s;
 }
 
+// `budget`: how many more nodes may be converted.
 Status yaml_to_json(const YAML::Node& n, int depth, std::size_t* budget, json* out) {
   if (depth > kMaxYamlDepth) return Error{"YAML nested too deeply"};
-  if (++*budget > kMaxYamlNodes) return Error{"YAML document too large"};
+  if (*budget == 0) return Error{"YAML document too large (aliases expand to too many nodes)"};
+  --*budget;
   switch (n.Type()) {
     case YAML::NodeType::Scalar:
       // "!" marks quoted and block scalars: those are strings whatever they contain.
@@ -75,6 +84,8 @@ Status yaml_to_json(const YAML::Node& n, int depth, std::size_t* budget, json* o
 Status read_documents(const std::string& text, std::vector<json>* docs) {
   auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && (text[first] == '{' || text[first] == '[')) {
+    // Depth-limited like the YAML path: messages quote values, and dumping one recurses.
+    if (!json_depth_ok(text)) return Error{std::string("not valid JSON: ") + kJsonTooDeep};
     json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (doc.is_discarded()) return Error{"not valid JSON"};
     if (doc.is_array()) {
@@ -86,11 +97,11 @@ Status read_documents(const std::string& text, std::vector<json>* docs) {
   }
   std::vector<YAML::Node> yaml;
   try {  // yaml-cpp reports syntax errors only by exception
-    yaml = YAML::LoadAll(text);
+    yaml = gapless::yaml::load_all(text);
   } catch (const YAML::Exception& e) {
     return Error{std::string("not valid YAML: ") + e.what()};
   }
-  std::size_t budget = 0;
+  std::size_t budget = std::min(kMaxYamlNodes, kYamlNodesPerByte * text.size() + 10'000);
   for (const YAML::Node& y : yaml) {
     json doc;
     if (Status s = yaml_to_json(y, 0, &budget, &doc); !s.ok()) return s;

@@ -8,6 +8,29 @@ namespace gapless::k8s {
 
 using nlohmann::json;
 
+bool json_depth_ok(std::string_view text) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
 const json* field(const json& obj, std::string_view key) {
   if (!obj.is_object()) return nullptr;
   auto it = obj.find(key);

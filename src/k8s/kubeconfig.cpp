@@ -99,7 +99,8 @@ Result<Section> find_entry(const YAML::Node& root, const char* list, const char*
 }
 
 // PEM text from `<key>-data` (base64) or `<key>` (a file, relative to the kubeconfig).
-Result<std::string> pem_field(const Section& s, const std::string& key, const fs::path& dir) {
+Result<std::string> pem_field(const Section& s, const std::string& key, const fs::path& dir,
+                              const KubeconfigFileReader& read) {
   auto file = s.str(key.c_str());
   if (!file.ok()) return Error{file.error()};
   auto data = s.str((key + "-data").c_str());
@@ -113,12 +114,13 @@ Result<std::string> pem_field(const Section& s, const std::string& key, const fs
     return std::move(decoded.value());
   }
   if (file->empty()) return std::string();
-  auto text = read_file((dir / *file).string());
+  auto text = read((dir / *file).string());
   if (!text.ok()) return Error{s.where + ": " + key + ": " + text.error()};
   return std::move(text.value());
 }
 
-Status apply_user(const Section& user, const fs::path& dir, ClientConfig& config) {
+Status apply_user(const Section& user, const fs::path& dir, const KubeconfigFileReader& read,
+                  ClientConfig& config) {
   if (user.has("exec") || user.has("auth-provider")) {
     return Error{user.where + " uses " +
                  (user.has("exec") ? "an exec credential plugin" : "an auth-provider plugin") +
@@ -135,13 +137,13 @@ Status apply_user(const Section& user, const fs::path& dir, ClientConfig& config
   config.token = trim_whitespace(*token);
   if (!token_file->empty()) {
     config.token_file = (dir / *token_file).string();
-    auto text = read_file(config.token_file);
+    auto text = read(config.token_file);
     if (!text.ok()) return Error{user.where + ": tokenFile: " + text.error()};
     if (config.token.empty()) config.token = trim_whitespace(*text);
   }
-  auto cert = pem_field(user, "client-certificate", dir);
+  auto cert = pem_field(user, "client-certificate", dir, read);
   if (!cert.ok()) return Error{cert.error()};
-  auto key = pem_field(user, "client-key", dir);
+  auto key = pem_field(user, "client-key", dir, read);
   if (!key.ok()) return Error{key.error()};
   if (cert->empty() != key->empty()) {
     return Error{user.where + ": " +
@@ -153,8 +155,9 @@ Status apply_user(const Section& user, const fs::path& dir, ClientConfig& config
   return Status::Ok();
 }
 
-Result<ClientConfig> parse_kubeconfig(const YAML::Node& root, const fs::path& dir,
-                                      const std::string& context) {
+Result<ClientConfig> config_from_yaml(const YAML::Node& root, const fs::path& dir,
+                                      const std::string& context,
+                                      const KubeconfigFileReader& read) {
   if (!root.IsMap()) return Error{"not a kubeconfig (expected a mapping at the top)"};
   std::string context_name = context;
   if (context_name.empty()) {
@@ -177,7 +180,7 @@ Result<ClientConfig> parse_kubeconfig(const YAML::Node& root, const fs::path& di
   if (!server.ok()) return Error{server.error()};
   if (server->empty()) return Error{cluster->where + ": server is missing"};
   config.server = *server;
-  auto ca = pem_field(*cluster, "certificate-authority", dir);
+  auto ca = pem_field(*cluster, "certificate-authority", dir, read);
   if (!ca.ok()) return Error{ca.error()};
   config.ca_pem = std::move(ca.value());
   auto insecure = cluster->flag("insecure-skip-tls-verify");
@@ -190,7 +193,7 @@ Result<ClientConfig> parse_kubeconfig(const YAML::Node& root, const fs::path& di
   if (user_name->empty()) return config;  // no credentials
   auto user = find_entry(root, "users", "user", "user", *user_name);
   if (!user.ok()) return Error{user.error()};
-  if (Status s = apply_user(*user, dir, config); !s.ok()) return Error{s.error()};
+  if (Status s = apply_user(*user, dir, read, config); !s.ok()) return Error{s.error()};
   return config;
 }
 
@@ -221,18 +224,25 @@ Result<ClientConfig> in_cluster_config(const std::string& sa_dir) {
 Result<ClientConfig> kubeconfig_config(const std::string& path, const std::string& context) {
   auto text = read_file(path);
   if (!text.ok()) return Error{"kubeconfig: " + text.error()};
+  return parse_kubeconfig(*text, path, fs::path(path).parent_path().string(), context);
+}
+
+Result<ClientConfig> parse_kubeconfig(const std::string& text, const std::string& source,
+                                      const std::string& base_dir, const std::string& context,
+                                      const KubeconfigFileReader& reader) {
+  const KubeconfigFileReader from_disk = [](const std::string& p) { return read_file(p); };
   YAML::Node root;
   try {
-    root = YAML::Load(*text);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    return Error{"kubeconfig " + path + ": invalid YAML: " + e.what()};
+    return Error{"kubeconfig " + source + ": invalid YAML: " + e.what()};
   }
   try {
-    auto config = parse_kubeconfig(root, fs::path(path).parent_path(), context);
-    if (!config.ok()) return Error{"kubeconfig " + path + ": " + config.error()};
+    auto config = config_from_yaml(root, base_dir, context, reader ? reader : from_disk);
+    if (!config.ok()) return Error{"kubeconfig " + source + ": " + config.error()};
     return config;
   } catch (const YAML::Exception& e) {  // a shape yaml-cpp refuses to index
-    return Error{"kubeconfig " + path + ": " + e.what()};
+    return Error{"kubeconfig " + source + ": " + e.what()};
   }
 }
 

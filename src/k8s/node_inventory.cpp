@@ -17,7 +17,10 @@ using nlohmann::json;
 namespace {
 
 constexpr std::string_view kTopologyAnnotation = "gapless.io/gpu-topology";
-constexpr int kMaxGpusPerNode = 1024;  // far above any real node; guards against typos
+// The model's limit (GPU sets are 64-bit masks, model/topology.h); above any real node. It was
+// 1024, and a node of 65..1024 GPUs then reached placement's 64-bit masks with shifts past bit
+// 63 (fuzz/regressions/node/).
+constexpr int kMaxGpusPerNode = model::LinkGraph::kMaxGpus;
 
 // The node's status.allocatable, with status.capacity filling in what allocatable omits (static
 // inventories written by hand often carry only one of them).

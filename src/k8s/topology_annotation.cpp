@@ -184,6 +184,12 @@ Status parse_topology(const json& doc, model::Node* node) {
   }
   const json* gpus = field(doc, "gpus");
   if (gpus == nullptr || !gpus->is_array()) return Error{"gpus: must be a list"};
+  // The model holds at most 64 GPUs per node: GPU sets are 64-bit masks, so a 65th GPU shifted
+  // past bit 63 (fuzz/regressions/topology/). Checked before sizing anything by the list.
+  if (gpus->size() > static_cast<std::size_t>(model::LinkGraph::kMaxGpus)) {
+    return Error{"gpus: " + std::to_string(gpus->size()) + " GPUs is more than " +
+                 std::to_string(model::LinkGraph::kMaxGpus)};
+  }
   const int n = static_cast<int>(gpus->size());
   node->gpus.assign(n, model::Gpu{});
   std::vector<bool> filled(n, false);
@@ -221,6 +227,8 @@ Status parse_topology(const json& doc, model::Node* node) {
 Result<model::Node> node_from_topology_annotation(std::string_view node_name,
                                                   std::string_view annotation) {
   const std::string prefix = "node " + std::string(node_name) + ": gapless.io/gpu-topology: ";
+  // Error messages quote values, and dumping one recurses once per level.
+  if (!json_depth_ok(annotation)) return Error{prefix + kJsonTooDeep};
   json doc = json::parse(annotation, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return Error{prefix + "not valid JSON"};
   model::Node node;

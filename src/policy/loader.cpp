@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "../common/yaml_load_all.h"
 #include "yaml_reader.h"
 
 namespace gapless::policy {
@@ -193,7 +194,7 @@ class PolicyReader : public detail::YamlReader {
 
 Result<Policy> parse_policy(const std::string& yaml_text, const std::string& source_name) {
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(yaml_text);
+    const std::vector<YAML::Node> docs = yaml::load_all(yaml_text);
     if (docs.empty() || docs[0].IsNull()) {
       return Error{source_name + ":1: (root): empty policy; expected keys " + join(kPolicyKeys)};
     }

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <string>
 
 #include "gapless/k8s/allocation_record.h"
 
@@ -122,6 +123,26 @@ TEST_CASE("bad allocation records are errors", "[k8s][record]") {
     REQUIRE_FALSE(r.ok());
     CHECK(r.error() == std::string("gapless.io/allocation: ") + c.message);
   }
+}
+
+// Messages quote bad values, and dumping a value recursed once per level: a record of 100k
+// brackets overflowed the stack (fuzz/regressions/allocation_record/).
+TEST_CASE("deeply nested records are refused before parsing", "[k8s][record]") {
+  const std::string deep = R"({"v":)" + std::string(100000, '[') + std::string(100000, ']') +
+                           R"(,"node":"n1","gpus":[{"index":0}]})";
+  auto r = decode_allocation_record(deep, "ml", "p", "u");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error() == "gapless.io/allocation: nested deeper than 512 levels");
+  // 512 levels are fine (and then just a wrong version).
+  const std::string ok = R"({"v":)" + std::string(511, '[') + std::string(511, ']') +
+                         R"(,"node":"n1","gpus":[{"index":0}]})";
+  auto at_limit = decode_allocation_record(ok, "ml", "p", "u");
+  REQUIRE_FALSE(at_limit.ok());
+  CHECK_THAT(at_limit.error(), Catch::StartsWith("gapless.io/allocation: v: unsupported version"));
+  // Brackets inside strings do not count.
+  const std::string in_string =
+      R"({"v":1,"node":")" + std::string(1000, '[') + R"(\"{",)" + R"("gpus":[{"index":0}]})";
+  CHECK(decode_allocation_record(in_string, "ml", "p", "u").ok());
 }
 
 TEST_CASE("gpushare annotations for gpushare's device plugin", "[k8s][record]") {

@@ -235,6 +235,32 @@ TEST_CASE("cluster file: errors name the file", "[k8s][cluster]") {
   }
 }
 
+// Found by fuzz/cluster_file_fuzz.cpp (fuzz/regressions/cluster_file/).
+TEST_CASE("cluster file: hostile YAML ends quickly with an error", "[k8s][cluster]") {
+  // yaml-cpp 0.7's LoadAll looped forever (allocating) on a document starting with ','.
+  for (const char* text : {",", "kind: List\n---\n,\n", ",1eannotations: x"}) {
+    INFO(text);
+    auto r = parse_cluster_file(text, "f");
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error(), Catch::StartsWith("f: not valid YAML: "));
+  }
+  // Nine levels of ten aliases: 10^9 nodes from 430 bytes. The node budget follows the file's
+  // size, so this stops after a few thousand nodes instead of 10 million.
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) bomb += (j ? ", *a" : "*a") + std::to_string(i - 1);
+    bomb += "]\n";
+  }
+  auto r = parse_cluster_file(bomb, "f");
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error(), Catch::StartsWith("f: YAML document too large"));
+  // Deep JSON is refused like deep YAML.
+  auto deep = parse_cluster_file(std::string(100000, '[') + std::string(100000, ']'), "f");
+  REQUIRE_FALSE(deep.ok());
+  CHECK(deep.error() == "f: not valid JSON: nested deeper than 512 levels");
+}
+
 TEST_CASE("cluster file: YAML scalars", "[k8s][cluster]") {
   // Quoted scalars stay strings ("true" is not a bool, "0x1" not a number); unknown kinds warn.
   auto r = parse_cluster_file(

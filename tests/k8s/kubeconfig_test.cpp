@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gapless/k8s/api_client.h"
 #include "temp_dir.h"
@@ -232,6 +233,30 @@ TEST_CASE("kubeconfig: a context without a user has no credentials") {
                                  "{cluster: c}\n");
   CHECK(c.server == "http://127.0.0.1:8080");
   CHECK(c.token.empty());
+}
+
+TEST_CASE("kubeconfig from text: files are read through the reader, relative to base_dir") {
+  std::vector<std::string> asked;
+  auto reader = [&](const std::string& path) -> gapless::Result<std::string> {
+    asked.push_back(path);
+    if (path == "/etc/kube/pki/ca.crt") return std::string(kCaPem);
+    return gapless::Error{"cannot read " + path};
+  };
+  const std::string text =
+      kubeconfig(kServer + "    certificate-authority: pki/ca.crt\n", "    token: t\n");
+  auto c = gapless::k8s::parse_kubeconfig(text, "inline", "/etc/kube", "", reader);
+  REQUIRE(c.ok());
+  CHECK(c->ca_pem == kCaPem);
+  CHECK(c->token == "t");
+  CHECK(asked == std::vector<std::string>{"/etc/kube/pki/ca.crt"});
+
+  auto bad = gapless::k8s::parse_kubeconfig(kubeconfig(kServer, "    tokenFile: token\n"), "inline",
+                                            "/etc/kube", "", reader);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error() == "kubeconfig inline: user \"u1\": tokenFile: cannot read /etc/kube/token");
+  auto yaml = gapless::k8s::parse_kubeconfig("a: [", "inline", "/etc/kube", "", reader);
+  REQUIRE_FALSE(yaml.ok());
+  CHECK_THAT(yaml.error(), Catch::StartsWith("kubeconfig inline: invalid YAML: "));
 }
 
 TEST_CASE("in-cluster config: service host and port, token and CA from the service account") {

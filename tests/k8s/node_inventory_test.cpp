@@ -169,7 +169,7 @@ TEST_CASE("bad Node objects", "[k8s][inventory]") {
       {bad_label, "node n1: label nvidia.com/gpu.memory: must be a whole number, got \"16Gi\""},
       {bad_alloc, "node n1: nvidia.com/gpu: must be a whole number, got \"one\""},
       {bad_annotation, "node n1: gapless.io/gpu-topology: must be a string"},
-      {huge, "node n1: nvidia.com/gpu: 100000 GPUs is more than 1024"},
+      {huge, "node n1: nvidia.com/gpu: 100000 GPUs is more than 64"},
   };
   for (const Case& c : cases) {
     auto r = node_from_json(c.node);
@@ -305,6 +305,44 @@ TEST_CASE("topology annotation: strict validation", "[k8s][inventory]") {
     REQUIRE_FALSE(r.ok());
     CHECK(r.error() == std::string("node n1: gapless.io/gpu-topology: ") + c.message);
   }
+}
+
+// The model's GPU sets are 64-bit masks: a 65th GPU used to reach shifts past bit 63 in
+// LinkGraph::set and placement (found by fuzz/topology_fuzz.cpp and node_fuzz.cpp).
+TEST_CASE("nodes hold at most 64 GPUs", "[k8s][inventory]") {
+  auto topology = [](int gpus) {
+    json doc = {{"version", 1}, {"gpus", json::array()}};
+    for (int i = 0; i < gpus; ++i) {
+      doc["gpus"].push_back({{"index", i}, {"model", "Tesla-T4"}, {"memoryMiB", 15360}});
+    }
+    doc["links"] = json::array({{{"a", gpus - 1}, {"b", 0}, {"type", "NVLink"}, {"count", 2}}});
+    return doc.dump();
+  };
+  auto ok = node_from_topology_annotation("n1", topology(64));
+  REQUIRE(ok.ok());
+  CHECK(ok->links.nvlink_mask(63) == 1);
+  auto big = node_from_topology_annotation("n1", topology(65));
+  REQUIRE_FALSE(big.ok());
+  CHECK(big.error() == "node n1: gapless.io/gpu-topology: gpus: 65 GPUs is more than 64");
+
+  auto gfd = [](const char* count) {
+    return json{{"metadata", {{"name", "n1"}}},
+                {"status", {{"allocatable", {{"nvidia.com/gpu", count}}}}}};
+  };
+  auto gfd64 = node_from_json(gfd("64"));
+  REQUIRE(gfd64.ok());
+  CHECK(gfd64->gpus.size() == 64);
+  auto gfd65 = node_from_json(gfd("65"));
+  REQUIRE_FALSE(gfd65.ok());
+  CHECK(gfd65.error() == "node n1: nvidia.com/gpu: 65 GPUs is more than 64");
+}
+
+TEST_CASE("topology annotation: nesting beyond 512 levels is refused before parsing",
+          "[k8s][inventory]") {
+  const std::string deep = R"({"version": )" + std::string(600, '[') + std::string(600, ']') + "}";
+  auto r = node_from_topology_annotation("n1", deep);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error() == "node n1: gapless.io/gpu-topology: nested deeper than 512 levels");
 }
 
 TEST_CASE("topology annotation: an empty GPU list is a node without GPUs", "[k8s][inventory]") {

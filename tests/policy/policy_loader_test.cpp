@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gapless/placement/profile.h"
@@ -304,6 +305,23 @@ TEST_CASE("pathologically nested YAML is an error, not a crash", "[policy]") {
   REQUIRE_NOTHROW(r = parse_policy(deep, "deep.yaml"));
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(r.error(), Catch::StartsWith("deep.yaml:2: invalid YAML: "));
+}
+
+// yaml-cpp 0.7's LoadAll read a document starting with ',' as empty without consuming the ',',
+// and appended empty documents until memory ran out (found by fuzz/policy_fuzz.cpp).
+TEST_CASE("a document starting with a stray comma is an error, not an endless loop", "[policy]") {
+  const std::pair<std::string, std::string> cases[] = {
+      {",", "bad.yaml:1: invalid YAML: "},
+      {"version: 1\n---\n,\n", "bad.yaml:3: invalid YAML: "},
+      {"version: 1\ndefault: a\n---\n, x\n", "bad.yaml:4: invalid YAML: "},
+  };
+  for (const auto& [yaml, prefix] : cases) {
+    INFO(yaml);
+    gapless::Result<Policy> r = gapless::Error{""};
+    REQUIRE_NOTHROW(r = parse_policy(yaml, "bad.yaml"));
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error(), Catch::StartsWith(prefix));
+  }
 }
 
 TEST_CASE("shipped policy files load", "[policy]") {

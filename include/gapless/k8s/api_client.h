@@ -36,6 +36,16 @@ Result<ClientConfig> in_cluster_config(
 // the kubeconfig's directory.
 Result<ClientConfig> kubeconfig_config(const std::string& path, const std::string& context = "");
 
+// Reads a file that a kubeconfig names (CA, client certificate or key, tokenFile).
+using KubeconfigFileReader = std::function<Result<std::string>(const std::string& path)>;
+
+// The same from kubeconfig text (kubeconfig_config reads the file and calls this): `source` names
+// the kubeconfig in messages, relative paths in it are relative to `base_dir`, and the files it
+// names are read with `read_file` (from disk when null).
+Result<ClientConfig> parse_kubeconfig(const std::string& text, const std::string& source,
+                                      const std::string& base_dir, const std::string& context = "",
+                                      const KubeconfigFileReader& read_file = nullptr);
+
 struct ApiResponse {
   int status = 0;
   std::string body;

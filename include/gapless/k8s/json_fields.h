@@ -15,6 +15,17 @@
 
 namespace gapless::k8s {
 
+// The deepest nesting of arrays and objects accepted in JSON from outside (request bodies,
+// annotations, files). Kubernetes objects nest a few dozen levels at most. nlohmann parses any
+// depth, but copying, comparing and dumping a value recurse once per level, so a 200 KB request
+// body of brackets overflowed the stack (fuzz/regressions/extender_filter/).
+inline constexpr int kMaxJsonDepth = 512;
+
+// Whether no array or object in `text` nests deeper than kMaxJsonDepth (brackets inside strings
+// do not count). Exact for valid JSON; invalid JSON fails to parse anyway. Check before parsing.
+bool json_depth_ok(std::string_view text);
+inline constexpr const char* kJsonTooDeep = "nested deeper than 512 levels";  // kMaxJsonDepth
+
 // obj[key] when obj is an object holding key with a non-null value; nullptr otherwise.
 const nlohmann::json* field(const nlohmann::json& obj, std::string_view key);
 const nlohmann::json* field(const nlohmann::json* obj, std::string_view key);

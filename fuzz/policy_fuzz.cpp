@@ -1,0 +1,42 @@
+// Policy YAML (policy::parse_policy). Nothing yaml-cpp throws may escape; a policy that parses
+// must be usable: a default that names a profile, strategies with positive finite weights.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "fuzz_util.h"
+#include "gapless/placement/profile.h"
+#include "gapless/policy/loader.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using gapless::fuzz::check;
+  const std::string text(gapless::fuzz::as_text(data, size));
+  auto policy = gapless::policy::parse_policy(text, "fuzz.yaml");
+  if (!policy) {
+    check(policy.error().starts_with("fuzz.yaml:"), "a policy error without its location",
+          policy.error());
+    return 0;
+  }
+  check(!policy->profiles.empty(), "a policy without profiles");
+  for (const auto& p : policy->profiles) {
+    check(!p.name.empty() && !p.node.empty() && !p.gpu.empty(), "an incomplete profile", p.name);
+    for (const auto* level : {&p.node, &p.gpu}) {
+      for (const auto& ws : *level) {
+        check(ws.strategy != nullptr && std::isfinite(ws.weight) && ws.weight > 0,
+              "a strategy without a positive weight", p.name);
+      }
+    }
+    check(std::isfinite(p.gpu_weight) && p.gpu_weight >= 0 && std::isfinite(p.topology_weight) &&
+              p.topology_weight >= 0,
+          "a negative or infinite weight", p.name);
+  }
+  gapless::model::PodInfo pod;
+  pod.ns = "inference";
+  pod.priority_class = "serving";
+  pod.labels = {{"tier", "online"}};
+  std::string error;
+  check(gapless::placement::select_profile(*policy, pod, &error) != nullptr,
+        "a parsed policy selects no profile for a pod without an annotation", error);
+  return 0;
+}
