@@ -1,5 +1,7 @@
 // Preempt: kube-scheduler proposes victims per node (chosen with in-tree filters only, blind to
 // GPUs); Gapless keeps a node only if evicting those victims really frees GPUs this pod can use.
+#include <set>
+
 #include "gapless/k8s/pod_request.h"
 #include "gapless/placement/fit.h"
 #include "gapless/server/extender.h"
@@ -14,6 +16,7 @@ namespace {
 // UIDs of one node's victims, from MetaVictims ({"UID":..}) or full Victims (pod objects).
 std::vector<std::string> victim_uids(const json& victims) {
   std::vector<std::string> out;
+  std::set<std::string> seen;
   const json* pods = wire::field(victims, "Pods");
   if (pods == nullptr || !pods->is_array()) return out;
   for (const json& p : *pods) {
@@ -21,7 +24,10 @@ std::vector<std::string> victim_uids(const json& victims) {
     if (uid == nullptr) {
       if (const json* meta = wire::field(p, "metadata")) uid = wire::field(*meta, "uid");
     }
-    if (uid != nullptr && uid->is_string()) out.push_back(uid->get<std::string>());
+    // Each victim once: evicting a pod twice would free its GPUs twice in the what-if model.
+    if (uid != nullptr && uid->is_string() && seen.insert(uid->get<std::string>()).second) {
+      out.push_back(uid->get<std::string>());
+    }
   }
   return out;
 }
@@ -45,14 +51,22 @@ std::string Extender::preempt(std::string_view body) {
 
   const json* candidates = wire::field(*args, "NodeNameToMetaVictims");
   if (candidates == nullptr) candidates = wire::field(*args, "NodeNameToVictims");
+  if (candidates != nullptr && !candidates->is_object()) {
+    return finish(false,
+                  json{{"Error", "NodeNameToMetaVictims must be an object keyed by node name"}});
+  }
   json kept = json::object();
-  if (candidates != nullptr && candidates->is_object()) {
+  if (candidates != nullptr) {
     std::shared_lock lock(model_mu_);
     for (auto it = candidates->begin(); it != candidates->end(); ++it) {
       std::vector<std::string> uids = victim_uids(it.value());
       if (uids.empty()) continue;  // kube-scheduler rejects nodes without victims
       bool useful = parsed->request.kind == model::RequestKind::kNone;
       if (const model::Node* node = cluster_.find_node(it.key()); node && !useful) {
+        // A fenced node takes no GPU pods, evictions or not (check_fit says so too). Its
+        // allocations may also be stranded (kept but not applied, after its inventory changed):
+        // unapplying one would index GPUs the node no longer has, so never try.
+        if (node->fenced()) continue;
         model::Node after = *node;
         for (const std::string& uid : uids) {
           const model::Allocation* a = cluster_.allocation(uid);

@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "gapless/k8s/json_fields.h"
 
 namespace gapless::server::wire {
 
@@ -15,8 +20,7 @@ const json* field(const json& obj, std::string_view key) {
   } else {
     for (auto it2 = obj.begin(); it2 != obj.end(); ++it2) {
       const std::string& k = it2.key();
-      if (k.size() == key.size() &&
-          std::equal(k.begin(), k.end(), key.begin(), [](char a, char b) {
+      if (k.size() == key.size() && std::equal(k.begin(), k.end(), key.begin(), [](char a, char b) {
             return std::tolower(static_cast<unsigned char>(a)) ==
                    std::tolower(static_cast<unsigned char>(b));
           })) {
@@ -29,11 +33,34 @@ const json* field(const json& obj, std::string_view key) {
 }
 
 Result<json> parse_object(std::string_view body) {
+  // Answers and messages echo parts of the body, and dumping recurses once per level.
+  if (!k8s::json_depth_ok(body)) return Error{std::string("malformed JSON: ") + k8s::kJsonTooDeep};
+  // Keys are matched case-insensitively (field()), so "Pod" twice, or "Pod" and "pod", would
+  // leave it to chance which one counts: refuse such a body. One key set per open object.
+  std::vector<std::unordered_set<std::string>> open_keys;
+  std::string duplicate;
+  auto check_keys = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      open_keys.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      open_keys.pop_back();
+    } else if (event == json::parse_event_t::key && duplicate.empty() && !open_keys.empty()) {
+      std::string key = parsed.get<std::string>();
+      std::transform(key.begin(), key.end(), key.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (!open_keys.back().insert(key).second) duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
   json j;
   try {
-    j = json::parse(body);
+    j = json::parse(body, check_keys);
   } catch (const json::exception& e) {
     return Error{std::string("malformed JSON: ") + e.what()};
+  }
+  if (!duplicate.empty()) {
+    return Error{"malformed JSON: duplicate key \"" + duplicate +
+                 "\" in one object (keys are matched case-insensitively)"};
   }
   if (!j.is_object()) return Error{"request body must be a JSON object"};
   return j;
@@ -77,6 +104,8 @@ Result<std::string> string_field(const json& obj, std::string_view key) {
   return v->get<std::string>();
 }
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 }  // namespace gapless::server::wire

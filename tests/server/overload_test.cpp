@@ -269,7 +269,7 @@ TEST_CASE("stop() with a busy worker and waiting connections: returns, leaks no 
   CHECK(open_fds() == fds_before);
 }
 
-TEST_CASE("--read-timeout closes a connection that stalls mid-request", "[server][limits]") {
+TEST_CASE("a connection that stalls mid-request is closed after --read-timeout", "[server][limits]") {
   server::HttpOptions options;
   options.read_timeout = std::chrono::seconds(1);
   LiveServer srv(options);
