@@ -1,11 +1,29 @@
 #!/usr/bin/env bash
 # The test command: installs dependencies, builds everything with warnings as errors, runs the
 # whole suite through ctest.
-#   scripts/test.sh                          # normal build in build/
+#   scripts/test.sh                              # normal build in build/
 #   SANITIZE=address,undefined scripts/test.sh   # ASan+UBSan build in build-asan/
 #   SANITIZE=thread scripts/test.sh              # TSan build in build-tsan/
+#   CI=true scripts/test.sh                      # CI: all three, then a fuzz smoke run
+#                                                # (FUZZ_SECONDS per target, default 30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${CI:-}" = "true" ] && [ -z "${SANITIZE+x}" ]; then
+  start=$SECONDS
+  stage() { echo "=== $1 (at $((SECONDS - start)) s)"; }
+  stage "normal build and suite"
+  SANITIZE= CI= scripts/test.sh
+  stage "ASan + UBSan build and suite"
+  SANITIZE=address,undefined CI= scripts/test.sh
+  stage "TSan build and suite"
+  SANITIZE=thread CI= scripts/test.sh
+  stage "fuzz smoke run"
+  FUZZ_SECONDS=${FUZZ_SECONDS:-30} FUZZ_JOBS=${FUZZ_JOBS:-2} scripts/fuzz.sh
+  stage "done"
+  exit 0
+fi
+
 scripts/deps.sh
 san="${SANITIZE:-}"
 case "$san" in
