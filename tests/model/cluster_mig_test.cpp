@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -236,4 +237,53 @@ TEST_CASE("mixed MIG allocation fails as a whole", "[model][cluster][mig]") {
   CHECK_FALSE(c.commit(with_mig("p", "reconf", {{0, "3g.40gb", 4}, {0, "1g.20gb", 6}})));
   CHECK(usage_of(*c.find_node("reconf")) == before);
   CHECK(c.allocation("p") == nullptr);
+}
+
+TEST_CASE("MIG placement validity: every profile at every start on every GPU type",
+          "[model][cluster][mig]") {
+  // docs/mig-profiles.md §1.1, by slot: (compute slices, memory slices, +me) -> allowed starts.
+  // The guide gives one -lgipp table for A100-40/80GB and H100-80/94GB; H100-96GB and H200 follow
+  // the same slots (§4.1, §5, derived there).
+  const std::map<std::tuple<int, int, bool>, std::set<int>> kSlotStarts = {
+      {{1, 1, false}, {0, 1, 2, 3, 4, 5, 6}},
+      {{1, 1, true}, {0, 1, 2, 3, 4, 5, 6}},
+      {{1, 2, false}, {0, 2, 4, 6}},
+      {{2, 2, false}, {0, 2, 4}},
+      {{3, 4, false}, {0, 4}},
+      {{4, 4, false}, {0}},
+      {{7, 8, false}, {0}},
+  };
+  const auto [product, memory] = GENERATE(table<const char*, std::int64_t>({
+      {"NVIDIA-A100-SXM4-40GB", 40960},
+      {"NVIDIA-A100-SXM4-80GB", 81920},
+      {"NVIDIA-H100-80GB-HBM3", 81559},
+      {"NVIDIA-H100-SXM5-94GB", 95830},
+      {"NVIDIA-GH200-480GB", 97871},
+      {"NVIDIA-H200-141GB-HBM3e", 143771},
+  }));
+  INFO(product);
+  Node n = pcie_node("g", 1, product, memory);
+  n.gpus[0].mig.enabled = true;  // reconfigurable: no instances yet
+  const auto profiles = gapless::model::mig_profiles(n.gpus[0].mig_family);
+  REQUIRE(profiles.size() >= 7);
+  Cluster c;
+  c.upsert_node(n);
+  int uid = 0;
+  for (const auto& p : profiles) {
+    const auto slot = kSlotStarts.find({p.compute_slices, p.memory_slices, p.media_extensions});
+    INFO(p.name);
+    REQUIRE(slot != kSlotStarts.end());
+    for (int start = 0; start < 8; ++start) {
+      INFO("start " << start);
+      const std::string id = "p" + std::to_string(uid++);
+      const Status s = c.commit(with_mig(id, "g", {MigGrant{0, std::string(p.name), start}}));
+      CHECK(s.ok() == (slot->second.count(start) == 1));
+      if (s.ok()) {
+        CHECK(used(c, "g", 0).mig_slices_used ==
+              gapless::model::mig_slice_mask(start, p.memory_slices));
+        REQUIRE(c.release(id));
+      }
+      CHECK(used(c, "g", 0).mig_slices_used == 0);
+    }
+  }
 }
