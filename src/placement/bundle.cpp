@@ -13,6 +13,7 @@ double BundleStrategy::score_gpu(const model::Node& node, const model::Gpu& gpu,
   // A whole GPU is always empty; what differs is its neighbourhood. Taking the one whose peers
   // are already busy keeps intact NVLink islands / NUMA halves for multi-GPU pods.
   if (req.kind == model::RequestKind::kWhole) return busy_peer_fraction(node, gpu);
+  if (req.kind == model::RequestKind::kShared) return balanced_fill_after(gpu, req);
   return gpu_fill_after(gpu, req);
 }
 

@@ -18,9 +18,8 @@ double gpu_fill_after(const model::Gpu& gpu, const model::GpuRequest& req) {
   switch (req.kind) {
     case model::RequestKind::kShared: {
       const double c = static_cast<double>(req.shared.compute_milli) / model::kFullComputeMilli;
-      const double m = gpu.memory_mib > 0
-                           ? static_cast<double>(req.shared.memory_mib) / gpu.memory_mib
-                           : 0.0;
+      const double m =
+          gpu.memory_mib > 0 ? static_cast<double>(req.shared.memory_mib) / gpu.memory_mib : 0.0;
       add = std::max(c, m);
       break;
     }
@@ -34,9 +33,26 @@ double gpu_fill_after(const model::Gpu& gpu, const model::GpuRequest& req) {
         add = static_cast<double>(p->compute_slices) / model::kMigComputeSlices;
       }
       break;
-    default: add = 1.0;
+    default:
+      add = 1.0;
   }
   return std::min(1.0, gpu_fill(gpu) + add);
+}
+
+double balanced_fill_after(const model::Gpu& gpu, const model::GpuRequest& req) {
+  // A share that bounds only one dimension leaves the other to whoever asks: nothing to balance.
+  if (req.kind != model::RequestKind::kShared || req.shared.memory_mib <= 0 ||
+      req.shared.compute_milli <= 0 || gpu.memory_mib <= 0 || gpu.used.whole) {
+    return gpu_fill_after(gpu, req);
+  }
+  const double memory =
+      static_cast<double>(gpu.used.memory_used_mib + req.shared.memory_mib) / gpu.memory_mib;
+  const double compute =
+      static_cast<double>(gpu.used.compute_used_milli + req.shared.compute_milli) /
+      model::kFullComputeMilli;
+  const double low = std::min(1.0, std::min(memory, compute));
+  const double high = std::min(1.0, std::max(memory, compute));
+  return 0.75 * low + 0.25 * high;
 }
 
 double busy_peer_fraction(const model::Node& node, const model::Gpu& gpu) {
@@ -48,7 +64,10 @@ double busy_peer_fraction(const model::Node& node, const model::Gpu& gpu) {
   const std::uint64_t self = std::uint64_t{1} << gpu.index;
   std::uint64_t peers = gpu.index < node.links.size() ? node.links.nvlink_mask(gpu.index) : 0;
   if (peers == 0) peers = numa & ~self;
-  if (peers == 0) peers = (node.gpus.size() >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << node.gpus.size()) - 1) & ~self;
+  if (peers == 0)
+    peers =
+        (node.gpus.size() >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << node.gpus.size()) - 1) &
+        ~self;
   const int n = std::popcount(peers);
   return n == 0 ? 0.0 : static_cast<double>(std::popcount(peers & busy)) / n;
 }

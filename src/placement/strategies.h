@@ -9,13 +9,20 @@ namespace gapless::placement {
 double node_fill_after(const model::Node& node, const model::GpuRequest& req);
 // GPU fill in [0, 1] after placing one unit of `req` on it.
 double gpu_fill_after(const model::Gpu& gpu, const model::GpuRequest& req);
+// Best fit for a vRAM + compute share in both dimensions: 3/4 of the less full dimension after
+// placing it plus 1/4 of the fuller one. A GPU whose vRAM runs out while half its compute is left
+// (or the reverse) strands the rest, so GPUs that fill evenly win, and fuller ones among those.
+// Shares that bound only one dimension get gpu_fill_after.
+double balanced_fill_after(const model::Gpu& gpu, const model::GpuRequest& req);
 // Best fit inside a node, the GPU choice of the FGD paper's baselines: a share goes to the GPU
 // with the least left that still fits it (1 - what is left after / 1000); whole GPUs all score 1,
 // so the lowest free indices win.
 double tightest_gpu(const model::Node& node, const model::Gpu& gpu, const model::GpuRequest& req);
 // A score on the FGD simulator's integer 0..100 scale, as [0, 1]: the truncation matters, because
 // equal scores fall back to node order.
-inline double hundredths(long long score) { return static_cast<double>(score) / 100.0; }
+inline double hundredths(long long score) {
+  return static_cast<double>(score) / 100.0;
+}
 // The simulator's normalisers: the largest node has 128 cores and 8 GPUs.
 inline constexpr double kMaxSpecCpuMilli = 128000;
 inline constexpr double kMaxSpecGpuMilli = 8000;

@@ -169,3 +169,16 @@ TEST_CASE("node level: bundle prefers the node whose GPUs are fuller", "[placeme
   CHECK(b[1] > b[0]);
   CHECK(s[0] > s[1]);
 }
+
+TEST_CASE("bundle fills shares in both dimensions: no vRAM left on a GPU whose compute remains",
+          "[placement][shared]") {
+  // GPU 0 has most of its vRAM taken but little compute; GPU 1 is evenly used. A share asking
+  // little vRAM and much compute fits both. On GPU 0 it would leave 10 % of vRAM beside 50 % of
+  // compute, which no later share can use together; on GPU 1 the two dimensions stay in step.
+  Cluster c;
+  c.upsert_node(pcie_node("n", 2, kH100, 80000));
+  commit_grants(c, "a", "n", {share_grant(0, 56000, 100)});
+  commit_grants(c, "b", "n", {share_grant(1, 32000, 400)});
+  const GpuRequest req = shared(16000, 400);
+  CHECK(place_one(c, req, bundle(), "p", "n") == 1);
+}

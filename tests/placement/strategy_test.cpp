@@ -38,6 +38,8 @@ TEST_CASE("the registry knows every strategy, sorted", "[placement][strategy]") 
   CHECK(find_strategy("") == nullptr);
 }
 
+// Except for shares inside a node: bundle's best fit there weighs both dimensions (see
+// share_choice_test.cpp), spread keeps to the fuller one.
 TEST_CASE("strategy scores stay in [0, 1] and bundle mirrors spread", "[placement][strategy]") {
   const auto* b = find_strategy("bundle");
   const auto* s = find_strategy("spread");
@@ -55,7 +57,7 @@ TEST_CASE("strategy scores stay in [0, 1] and bundle mirrors spread", "[placemen
       const double gb = b->score_gpu(n, g, req), gs = s->score_gpu(n, g, req);
       CHECK(gb >= 0.0);
       CHECK(gb <= 1.0);
-      CHECK(gb + gs == Approx(1.0));
+      if (req.kind != gapless::model::RequestKind::kShared) CHECK(gb + gs == Approx(1.0));
     }
   }
 }
