@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "gapless/k8s/pod_request.h"
-#include "gapless/placement/engine.h"
+#include "gapless/placement/scheduler.h"
 #include "gapless/server/extender.h"
 #include "gapless/server/http_server.h"
 #include "synthetic_cluster.h"
@@ -62,14 +62,19 @@ class Departures {
 LatencyRun run_engine(const std::vector<StreamPod>& pods, const LatencyOptions& options) {
   LatencyRun run;
   run.mode = options.cache ? "engine" : "engine, no cache";
-  model::Cluster cluster = synthetic_cluster(options.nodes, options.fill, 42);
+  placement::SchedulerOptions so;
+  so.check_host = false;  // as the extender runs it, behind kube-scheduler
+  so.use_cache = options.cache;
+  placement::Scheduler sched(synthetic_cluster(options.nodes, options.fill, 42),
+                             placement::builtin_policy(), so);
   std::vector<std::string> names;
-  for (const model::Node* n : cluster.nodes()) names.push_back(n->name);
-  const placement::Policy policy = placement::builtin_policy();
-  const placement::Profile& profile = policy.profiles[0];
-  placement::VerdictCache cache;
-  placement::VerdictCache* use = options.cache ? &cache : nullptr;
-  Departures departures(cluster);
+  std::unique_ptr<Departures> departures;
+  sched.read([&](const model::Cluster& c) {
+    for (const model::Node* n : c.nodes()) names.push_back(n->name);
+    departures = std::make_unique<Departures>(c);
+  });
+  const auto loaded = sched.policy();
+  const placement::Profile& profile = loaded->policy.profiles[0];
 
   const auto start = Clock::now();
   for (const StreamPod& p : pods) {
@@ -77,10 +82,11 @@ LatencyRun run_engine(const std::vector<StreamPod>& pods, const LatencyOptions& 
     if (!parsed) throw std::runtime_error(p.name + ": " + parsed.error());
     const model::GpuRequest& req = parsed->request;
     const auto t0 = Clock::now();
-    auto f = placement::filter(cluster, req, names, use);
+    sched.observe(parsed->info, req);
+    auto f = sched.filter(*loaded, req, names);
     const double filter_ms = ms_since(t0);
     const auto t1 = Clock::now();
-    auto scores = placement::prioritize(cluster, req, profile, f.passed, use);
+    auto scores = placement::Scheduler::normalize(f.passed, sched.score(*loaded, req, profile, f.passed));
     const double prioritize_ms = ms_since(t1);
     run.ms["filter"].push_back(filter_ms);
     run.ms["prioritize"].push_back(prioritize_ms);
@@ -88,17 +94,16 @@ LatencyRun run_engine(const std::vector<StreamPod>& pods, const LatencyOptions& 
     ++run.pods;
     if (f.passed.empty()) continue;
     const auto t2 = Clock::now();
-    auto a = placement::place(cluster, req, profile, parsed->info, f.passed[best_of(scores)]);
-    const bool ok = a && cluster.commit(*a);
+    auto a = sched.reserve(parsed->info, req, profile, f.passed[best_of(scores)]);
     run.ms["bind"].push_back(ms_since(t2));
-    if (!ok) continue;
+    if (!a) continue;
     ++run.bound;
-    departures.bound(parsed->info.uid);
-    cluster.release(departures.next());
+    departures->bound(parsed->info.uid);
+    sched.release(departures->next());
   }
   run.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-  run.cache_hits = cache.hits();
-  run.cache_misses = cache.misses();
+  run.cache_hits = loaded->cache.hits();
+  run.cache_misses = loaded->cache.misses();
   return run;
 }
 

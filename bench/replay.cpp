@@ -14,6 +14,7 @@
 #include "gapless/model/cluster.h"
 #include "gapless/placement/choice.h"
 #include "gapless/placement/engine.h"
+#include "gapless/placement/scheduler.h"
 #include "gapless/placement/fit.h"
 #include "gapless/placement/fragmentation.h"
 #include "jobs.h"
@@ -37,152 +38,101 @@ std::int64_t granted_milli(const model::Allocation& a) {
   return sum;
 }
 
-// Node scores of the current pod's request class, reused until the node changes: a node's score
-// depends only on its own state and the request (and on the mix, whose changes flush everything).
-class ScoreMemo {
- public:
-  ScoreMemo(std::size_t nodes, int classes)
-      : classes_(classes),
-        version_(nodes, 1),
-        stamp_(nodes * classes, 0),
-        score_(nodes * classes) {}
-  bool get(std::size_t node, int cls, double* score) const {
-    const std::size_t k = node * classes_ + cls;
-    if (stamp_[k] != version_[node]) return false;
-    *score = score_[k];
-    return true;
-  }
-  void put(std::size_t node, int cls, double score) {
-    const std::size_t k = node * classes_ + cls;
-    stamp_[k] = version_[node];
-    score_[k] = score;
-  }
-  void changed(std::size_t node) { version_[node] = ++clock_; }
-  void flush() {
-    for (std::uint32_t& v : version_) v = ++clock_;
-  }
-
- private:
-  std::size_t classes_;
-  std::uint32_t clock_ = 1;
-  std::vector<std::uint32_t> version_, stamp_;
-  std::vector<double> score_;
-};
-
-bool uses_draw(const placement::Profile& p) {
-  for (const auto& ws : p.node)
-    if (ws.strategy->uses_draw()) return true;
-  for (const auto& ws : p.gpu)
-    if (ws.strategy->uses_draw()) return true;
-  return false;
-}
-
-// The engine path every replay takes for one pod: filter with placement::quick_fit, score the
-// fitting nodes with placement::score_fitting_node under the policy's profile (the best score
-// wins, ties go to the seeded node order), the GPUs from placement::choose, the allocation
-// committed to a model::Cluster.
+// The engine path every replay takes for one pod, through placement::Scheduler (the object the
+// extender runs): Filter and Score over every node (Scheduler::score, -1 where the pod does not
+// fit), the best score wins with ties to the seeded node order (the FGD simulator's selectHost),
+// then Reserve on that node.
 class Placer {
  public:
   Placer(const std::vector<model::Node>& nodes, const Workload& w, const PolicySetup& policy,
          const std::vector<int>& node_priority, std::uint64_t seed, bool track_oracle)
       : w_(w),
         priority_(node_priority),
-        track_oracle_(track_oracle || policy.oracle_mix),
+        track_oracle_(track_oracle),
         oracle_(w.oracle),
-        profile_(policy.profile),
+        sched_(cluster_of(nodes), policy_of(policy.profile), options_of(w, policy)),
+        loaded_(sched_.policy()),
+        profile_(loaded_->policy.profiles.front()),
         draws_(seed ^ 0x5eed5eed5eed5eedULL) {
-    for (const model::Node& n : nodes) cluster_.upsert_node(n);
-    ptrs_ = cluster_.nodes();
-    memo_ = std::make_unique<ScoreMemo>(ptrs_.size(), w.classes);
+    sched_.read([&](const model::Cluster& c) { ptrs_ = c.nodes(); });
+    for (const model::Node* n : ptrs_) names_.push_back(n->name);
     if (track_oracle_) oracle_.rebuild(ptrs_);
-    if (policy.oracle_mix) {
-      profile_.context.workload = &w.oracle;
-      profile_.context.fragments = &oracle_;
-    } else {
-      learned_ = std::make_unique<placement::FragmentCache>(learner_.mix());
-      profile_.context.workload = &learner_.mix();
-      profile_.context.fragments = learned_.get();
-    }
-    // A strategy that reads the per-pod draw scores anew for every pod; feasibility still keeps.
-    redraw_ = uses_draw(profile_);
   }
 
   std::size_t node_count() const { return ptrs_.size(); }
+  // Single-threaded replay: nodes are read between Scheduler calls, never during one.
   const model::Node& node(std::size_t n) const { return *ptrs_[n]; }
   double oracle_total() const { return oracle_.total(); }
 
   // Lets the learned mix see an arriving pod (once per pod).
-  void observe(int pod) {
-    const model::GpuRequest& req = w_.requests[pod];
-    if (learned_ && learner_.observe(placement::shape_of(req, /*with_memory=*/true))) {
-      learned_->rebuild(ptrs_);
-      memo_->flush();
-    }
-  }
+  void observe(int pod, const std::string& uid) { sched_.observe(info(pod, uid), w_.requests[pod]); }
 
   // Places the pod under `uid`. Returns its node's index and sets *granted to the GPU milli it
   // got, or returns node_count() when it fits nowhere.
   std::size_t place(int pod, const std::string& uid, std::int64_t* granted) {
     const model::GpuRequest& req = w_.requests[pod];
-    const int cls = w_.request_class[pod];
     const std::size_t count = ptrs_.size();
-    profile_.context.draw = draws_.next();
+    const std::vector<double> scores = sched_.score(*loaded_, req, profile_, names_, draws_.next());
     std::size_t best = count;
-    double best_score = -1;
     for (std::size_t n = 0; n < count; ++n) {
-      double s;
-      if (!memo_->get(n, cls, &s)) {
-        s = placement::quick_fit(*ptrs_[n], req).code == placement::FitCode::kFits
-                ? placement::score_fitting_node(*ptrs_[n], req, profile_)
-                : -1.0;
-        memo_->put(n, cls, s);
-      } else if (redraw_ && s >= 0) {
-        s = placement::score_fitting_node(*ptrs_[n], req, profile_);
-      }
+      const double s = scores[n];
       if (s < 0) continue;
-      if (s > best_score || (s == best_score && priority_[n] < priority_[best])) {
+      if (best == count || s > scores[best] || (s == scores[best] && priority_[n] < priority_[best])) {
         best = n;
-        best_score = s;
       }
     }
     if (best == count) return count;
-    std::optional<placement::Choice> choice = placement::choose(*ptrs_[best], req, profile_);
-    if (!choice) return count;
-    model::Allocation alloc;
-    alloc.pod_uid = uid;
-    alloc.pod_name = w_.pods[pod].name;
-    alloc.node = ptrs_[best]->name;
-    alloc.gpus = std::move(choice->gpus);
-    alloc.host = req.host;
-    if (!cluster_.commit(alloc).ok()) return count;
-    *granted = granted_milli(alloc);
+    auto alloc = sched_.reserve(info(pod, uid), req, profile_, names_[best]);
+    if (!alloc) return count;
+    *granted = granted_milli(*alloc);
     changed(best);
     return best;
   }
 
   // Frees the allocation of `uid`, which place() put on node n.
   void release(const std::string& uid, std::size_t n) {
-    if (cluster_.release(uid)) changed(n);
+    if (sched_.release(uid)) changed(n);
   }
 
  private:
+  static model::Cluster cluster_of(const std::vector<model::Node>& nodes) {
+    model::Cluster c;
+    for (const model::Node& n : nodes) c.upsert_node(n);
+    return c;
+  }
+  static placement::Policy policy_of(const placement::Profile& profile) {
+    placement::Policy p;
+    p.source = "bench";
+    p.profiles = {profile};
+    p.default_profile = profile.name;
+    return p;
+  }
+  static placement::SchedulerOptions options_of(const Workload& w, const PolicySetup& policy) {
+    placement::SchedulerOptions o;
+    o.check_host = true;  // nothing else filters CPU and memory in the paper's replay
+    o.fixed_mix = policy.oracle_mix ? &w.oracle : nullptr;
+    o.cache_shapes = static_cast<std::size_t>(w.classes) + 1;  // every request class stays cached
+    return o;
+  }
+  model::PodInfo info(int pod, const std::string& uid) const {
+    model::PodInfo i;
+    i.uid = uid;
+    i.name = w_.pods[pod].name;
+    return i;
+  }
   void changed(std::size_t n) {
-    memo_->changed(n);
     if (track_oracle_) oracle_.update(*ptrs_[n]);
-    if (learned_) learned_->update(*ptrs_[n]);
   }
 
   const Workload& w_;
   const std::vector<int>& priority_;
   const bool track_oracle_;
-  model::Cluster cluster_;
+  placement::FragmentCache oracle_;  // F(M) under the trace's typical pods, for the metrics
+  placement::Scheduler sched_;
+  std::shared_ptr<const placement::LoadedPolicy> loaded_;
+  const placement::Profile& profile_;
   std::vector<const model::Node*> ptrs_;
-  std::unique_ptr<ScoreMemo> memo_;
-  placement::FragmentCache oracle_;
-  placement::WorkloadLearner learner_;
-  std::unique_ptr<placement::FragmentCache> learned_;
-  placement::Profile profile_;
-  bool redraw_ = false;
+  std::vector<std::string> names_;
   Rng draws_;
 };
 }  // namespace
@@ -254,10 +204,11 @@ RunResult replay(const std::vector<model::Node>& nodes, const Workload& w, const
   std::int64_t arrived = 0, used = 0;
   for (std::size_t step = 0; step < a.order.size(); ++step) {
     const int pod = a.order[step];
-    placer.observe(pod);
+    const std::string uid = "pod-" + std::to_string(step);
+    placer.observe(pod, uid);
     arrived += w.pods[pod].gpu_request();
     std::int64_t granted = 0;
-    if (placer.place(pod, "pod-" + std::to_string(step), &granted) < placer.node_count()) {
+    if (placer.place(pod, uid, &granted) < placer.node_count()) {
       used += granted;
       ++out.placed;
     } else {
@@ -415,7 +366,7 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
       retry(t);
     } else {
       advance(arrive);
-      placer.observe(a.order[next]);
+      placer.observe(a.order[next], "pod-" + std::to_string(next));
       if (!start_pod(next, arrive)) waiting.push_back(next);
       ++next;
     }

@@ -124,6 +124,7 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<KubeSource> kube;
   model::Cluster cluster;
+  std::vector<k8s::ParsedPod> file_pods;  // learned from at start (kube mode: the informer)
   std::string source;
   if (kube_mode) {
     auto config = kubeconfig.empty() ? k8s::in_cluster_config()
@@ -146,6 +147,7 @@ int main(int argc, char** argv) {
     source = std::to_string(loaded->cluster.node_count()) + " nodes from " +
              (cluster_file.empty() ? std::string("the built-in demo cluster") : cluster_file);
     cluster = std::move(loaded->cluster);
+    file_pods = std::move(loaded->pods);
   }
   std::string host;
   int port = 0;
@@ -168,6 +170,7 @@ int main(int argc, char** argv) {
   server::InMemoryBinder memory_binder;
   k8s::Binder& binder = kube ? kube->binder() : static_cast<k8s::Binder&>(memory_binder);
   server::Extender extender(std::move(cluster), std::move(policy), binder, metrics);
+  for (const k8s::ParsedPod& p : file_pods) extender.scheduler().observe(p.info, p.request);
   server::HttpOptions http_options;
   http_options.url_prefix = prefix;
   http_options.max_body_bytes = max_body;

@@ -11,8 +11,7 @@ KubeSource::KubeSource(k8s::ClientConfig config) : api_(std::move(config)), bind
 KubeSource::~KubeSource() { stop(); }
 
 void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
-  k8s::ClusterSyncHooks hooks;
-  hooks.mutate = [&extender](const std::function<void(model::Cluster&)>& f) { extender.mutate(f); };
+  k8s::ClusterSyncHooks hooks = extender.sync_hooks();
   hooks.on_bad_record = [&metrics](const std::string& pod, const std::string& node,
                                    const std::string& why) {
     metrics.count_bad_record();

@@ -164,12 +164,29 @@ void restore_pod(const json& pod, ClusterFile* out) {
   if (uid.empty()) uid = ns + "/" + name;  // hand-written files often omit uids
   const std::string who = "pod " + ns + "/" + name;
 
+  Result<ParsedPod> parsed = parse_pod(pod);
+  model::HostResources host;
+  if (parsed.ok()) {
+    parsed->info.uid = uid;
+    host = parsed->request.host;
+    out->pods.push_back(*parsed);
+  }
   const json* record = field(field(meta, "annotations"), kAllocationAnnotation);
   if (record == nullptr) {
-    Result<ParsedPod> parsed = parse_pod(pod);
     if (!parsed.ok() || parsed->request.kind != model::RequestKind::kNone) {
       out->warnings.push_back(who + " on node " + node + " has no " +
-                              std::string(kAllocationAnnotation) + " record; ignored");
+                              std::string(kAllocationAnnotation) +
+                              " record; its GPUs are not counted");
+    }
+    // Whoever bound it, it holds the node's CPU and memory: counted for scoring.
+    if (host != model::HostResources{} && out->cluster.find_node(node) != nullptr) {
+      model::Allocation a;
+      a.pod_uid = uid;
+      a.pod_ns = ns;
+      a.pod_name = name;
+      a.node = node;
+      a.host = host;
+      (void)out->cluster.restore(a);  // cannot fail: the node exists, host is never refused
     }
     return;
   }
@@ -186,6 +203,7 @@ void restore_pod(const json& pod, ClusterFile* out) {
       decode_allocation_record(record->get_ref<const std::string&>(), ns, name, uid);
   if (!a.ok()) return fence(a.error());
   if (a->node != node) return fence("record names node " + a->node + ", pod runs on " + node);
+  a->host = host;
   if (Status s = out->cluster.restore(*a); !s.ok()) return fence(s.error());
 }
 
@@ -202,6 +220,7 @@ Result<ClusterFile> parse_cluster_file(const std::string& text, const std::strin
   }
 
   ClusterFile out;
+  out.cluster.set_check_host(false);  // CPU and memory are counted for scoring, never refused
   out.warnings = std::move(objects.warnings);
   for (std::string& w : out.warnings) w = prefix + w;
   std::set<std::string> names;

@@ -168,9 +168,12 @@ ClusterSync::PodFacts ClusterSync::pod_facts(const json& pod) {
     p.has_record = true;
     p.record_is_string = record->is_string();
     p.record = p.record_is_string ? record->get<std::string>() : json_text(*record);
-  } else if (!p.node.empty() && !p.finished) {
+  }
+  if (!p.finished) {
     Result<ParsedPod> parsed = parse_pod(pod);
+    p.parsed = parsed.ok();
     p.asks_gpus = !parsed.ok() || parsed->request.kind != model::RequestKind::kNone;
+    if (parsed.ok()) p.pod = std::move(*parsed);
   }
   return p;
 }
@@ -204,8 +207,9 @@ void ClusterSync::account(model::Cluster& c, const PodFacts& p, Outbox& out) {
     if (p.asks_gpus && unrecorded_.insert(p.uid).second) {
       out.logs.push_back("pod " + who + " on node " + p.node + " has no " +
                          std::string(kAllocationAnnotation) +
-                         " record (not bound by Gapless); ignored");
+                         " record (not bound by Gapless); its GPUs are not counted");
     }
+    account_host_only(c, p);
     return;
   }
   if (c.find_node(p.node) == nullptr) {
@@ -219,6 +223,7 @@ void ClusterSync::account(model::Cluster& c, const PodFacts& p, Outbox& out) {
   }
   Result<model::Allocation> a = decode_allocation_record(p.record, p.ns, p.name, p.uid);
   if (!a.ok()) return reject(c, p, a.error(), out);
+  if (p.parsed) a->host = p.pod.request.host;
   if (a->node != p.node) {
     return reject(c, p, "record names node " + a->node + ", pod runs on " + p.node, out);
   }
@@ -234,6 +239,30 @@ void ClusterSync::account(model::Cluster& c, const PodFacts& p, Outbox& out) {
   rejected_.erase(p.uid);
 }
 
+// Any pod bound to a node holds that node's CPU and memory, whoever bound it: counted (never
+// refused) so that scores see what GPU pods will find next to the GPUs.
+void ClusterSync::account_host_only(model::Cluster& c, const PodFacts& p) {
+  if (!p.parsed || p.pod.request.host == model::HostResources{}) return;
+  if (c.allocation(p.uid) != nullptr || c.find_node(p.node) == nullptr) return;
+  model::Allocation a;
+  a.pod_uid = p.uid;
+  a.pod_ns = p.ns;
+  a.pod_name = p.name;
+  a.node = p.node;
+  a.host = p.pod.request.host;
+  (void)c.restore(a);  // cannot fail: node and UID checked, host never refused
+}
+
+void ClusterSync::learn(const PodFacts& p) const {
+  if (p.finished) {
+    if (hooks_.forget) hooks_.forget(p.uid);
+  } else if (p.parsed && hooks_.observe) {
+    model::PodInfo info = p.pod.info;
+    info.uid = p.uid;
+    hooks_.observe(info, p.pod.request);
+  }
+}
+
 void ClusterSync::apply_pod(const std::string& type, const json& pod) {
   PodFacts p = pod_facts(pod);
   if (p.uid.empty()) {
@@ -246,6 +275,7 @@ void ClusterSync::apply_pod(const std::string& type, const json& pod) {
     std::lock_guard lock(mu_);
     hooks_.mutate([&](model::Cluster& c) { account(c, p, out); });
   }
+  learn(p);
   emit(out);
 }
 
@@ -282,6 +312,7 @@ void ClusterSync::replace_pods(const std::vector<json>& pods) {
     std::erase_if(rejected_, [&](const auto& kv) { return running.count(kv.first) == 0; });
     std::erase_if(unrecorded_, [&](const std::string& uid) { return running.count(uid) == 0; });
   }
+  for (const PodFacts& p : facts) learn(p);
   pods_synced_ = true;
   emit(out);
 }

@@ -123,10 +123,25 @@ Status feature_discovery(const std::map<std::string, std::string>& labels, std::
   return Status::Ok();
 }
 
-}  // namespace
+// CPU and memory the node offers pods (allocatable, else capacity), for scoring. What cannot be
+// read stays 0, "not tracked": kube-scheduler, not Gapless, decides whether pods fit.
+model::HostResources host_capacity(const json& node) {
+  model::HostResources host;
+  for (const char* key : {"allocatable", "capacity"}) {
+    const json* list = field_path(node, {"status", key});
+    for (auto [name, unit, out] :
+         {std::tuple{"cpu", HostUnit::kMilli, &host.cpu_milli},
+          std::tuple{"memory", HostUnit::kMiB, &host.memory_mib}}) {
+      const json* v = field(list, name);
+      if (*out != 0 || v == nullptr || !v->is_string()) continue;
+      if (auto q = parse_host_quantity(v->get_ref<const std::string&>(), unit); q.ok()) *out = *q;
+    }
+  }
+  return host;
+}
 
-Result<model::Node> node_from_json(const json& obj) {
-  if (!obj.is_object()) return Error{"node: must be a JSON object"};
+// The GPU inventory, from the best source the node carries.
+Result<model::Node> gpu_inventory(const json& obj) {
   const json* meta = field(obj, "metadata");
   const std::string name = meta != nullptr ? string_field(*meta, "name") : std::string();
   if (name.empty()) return Error{"node: metadata.name is missing"};
@@ -189,6 +204,16 @@ Result<model::Node> node_from_json(const json& obj) {
       return Error{s.error()};
     }
   }
+  return node;
+}
+
+}  // namespace
+
+Result<model::Node> node_from_json(const json& obj) {
+  if (!obj.is_object()) return Error{"node: must be a JSON object"};
+  Result<model::Node> node = gpu_inventory(obj);
+  if (!node.ok()) return node;
+  node->host = host_capacity(obj);
   return node;
 }
 

@@ -10,6 +10,7 @@
 
 #include "gapless/k8s/json_fields.h"
 #include "gapless/k8s/mig_resource.h"
+#include "gapless/k8s/quantity.h"
 #include "gapless/model/gpu.h"
 
 namespace gapless::k8s {
@@ -28,10 +29,16 @@ constexpr std::string_view kSharedCount = "gapless.io/gpu-shared-count";
 
 using Resources = std::map<std::string, std::int64_t, std::less<>>;
 
-// Resources Gapless reads; everything else (cpu, memory, other vendors) is not ours.
+constexpr std::string_view kCpu = "cpu";
+constexpr std::string_view kMemory = "memory";
+
+bool is_host(std::string_view name) { return name == kCpu || name == kMemory; }
+
+// Resources Gapless reads: its GPU resources, and CPU and memory (scored beside the GPUs, never
+// filtered on: kube-scheduler's NodeResourcesFit does that). Other vendors' are not ours.
 Status check_resource_name(const std::string& name, bool* ours) {
   *ours = false;
-  if (name == kWholeGpu || name == kGpushareMem) {
+  if (name == kWholeGpu || name == kGpushareMem || is_host(name)) {
     *ours = true;
   } else if (name.starts_with(kMigPrefix)) {
     if (name.size() == kMigPrefix.size()) return Error{"unknown resource " + name};
@@ -55,7 +62,17 @@ Status read_resource_list(const json* list, const std::string& where, const Reso
   for (const auto& [name, value] : list->items()) {
     bool ours = false;
     if (Status s = check_resource_name(name, &ours); !s.ok()) return s;
-    if (!ours || (skip != nullptr && skip->contains(name))) continue;
+    if (!ours || (skip != nullptr && skip->contains(name) && !is_host(name))) continue;
+    if (is_host(name)) {
+      // CPU and memory: requests win over limits (a missing request defaults to the limit).
+      if (!value.is_string() && !value.is_number_integer()) return Error{name + ": must be a quantity"};
+      const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+      Result<std::int64_t> q =
+          parse_host_quantity(text, name == kCpu ? HostUnit::kMilli : HostUnit::kMiB);
+      if (!q.ok()) return Error{name + ": " + q.error()};
+      (*out)[name] = *q;
+      continue;
+    }
     Result<std::int64_t> q = quantity_value(value);
     if (!q.ok()) return Error{name + ": " + q.error()};
     (*out)[name] = *q;
@@ -150,6 +167,8 @@ std::string trim(std::string_view s) {
 
 // Decides the request kind from the effective resources and validates each kind's rules.
 Status build_request(const Resources& r, model::GpuRequest* req) {
+  if (auto it = r.find(kCpu); it != r.end()) req->host.cpu_milli = it->second;
+  if (auto it = r.find(kMemory); it != r.end()) req->host.memory_mib = it->second;
   std::vector<std::pair<model::RequestKind, std::string>> kinds;  // what the pod asks, described
 
   if (Status s = as_count(r, kWholeGpu, &req->whole); !s.ok()) return s;

@@ -81,16 +81,16 @@ Status apply_mig_grant(const Gpu& gpu, GpuUsage& u, const MigGrant& m) {
 
 // All-or-nothing: grants are applied to a copy of the touched usage, written back only when
 // every one of them fits.
-Status apply_allocation(Node& node, const Allocation& a) {
+Status apply_allocation(Node& node, const Allocation& a, bool check_host) {
   std::vector<GpuUsage> usage;
   usage.reserve(node.gpus.size());
   for (const Gpu& g : node.gpus) usage.push_back(g.used);
   std::map<std::string, MigPool> pool = node.mig_pool;
-  if (node.host.cpu_milli > 0 &&
+  if (check_host && node.host.cpu_milli > 0 &&
       node.host_used.cpu_milli + a.host.cpu_milli > node.host.cpu_milli) {
     return fail("node " + node.name + " lacks the CPU");
   }
-  if (node.host.memory_mib > 0 &&
+  if (check_host && node.host.memory_mib > 0 &&
       node.host_used.memory_mib + a.host.memory_mib > node.host.memory_mib) {
     return fail("node " + node.name + " lacks the memory");
   }
@@ -183,7 +183,7 @@ void Cluster::upsert_node(Node node) {
             [](const Allocation* x, const Allocation* y) { return x->pod_uid < y->pod_uid; });
   for (const Allocation* a : held) {
     stranded_.erase(a->pod_uid);
-    if (Status s = apply_allocation(node, *a); !s) {
+    if (Status s = apply_allocation(node, *a, check_host_); !s) {
       stranded_.insert(a->pod_uid);
       node.fence_reason = "the node's new inventory no longer holds the GPUs of pod " +
                           a->pod_ns + "/" + a->pod_name + " (" + s.error() + ")";
@@ -206,12 +206,24 @@ void Cluster::touch(Node& node) {
   // Process-wide, so two clusters (or a node removed and added again) never share a generation.
   static std::atomic<std::uint64_t> clock{0};
   node.generation = ++clock;
+  touched_.insert(node.name);
+}
+
+Cluster::Changes Cluster::take_changes() {
+  Changes out;
+  out.touched.assign(touched_.begin(), touched_.end());
+  out.removed = std::move(removed_);
+  touched_.clear();
+  removed_.clear();
+  return out;
 }
 
 bool Cluster::remove_node(const std::string& name) {
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return false;
   free_slots_.push_back(it->second.slot);
+  removed_.push_back(&it->second);
+  touched_.erase(name);
   nodes_.erase(it);
   std::erase_if(allocations_, [&](const auto& kv) {
     if (kv.second.node != name) return false;
@@ -244,7 +256,7 @@ Status Cluster::apply(const Allocation& a, bool allow_fenced) {
   if (it->second.fenced() && !allow_fenced) {
     return fail("node " + a.node + " is fenced: " + it->second.fence_reason);
   }
-  if (Status s = apply_allocation(it->second, a); !s) return s;
+  if (Status s = apply_allocation(it->second, a, check_host_); !s) return s;
   touch(it->second);
   allocations_.emplace(a.pod_uid, a);
   return Status::Ok();

@@ -23,6 +23,16 @@ QuickFit unpack(std::int32_t v) {
 
 constexpr std::size_t kNoReason = static_cast<std::size_t>(-1);
 
+// The request feasibility is checked against: without CPU and memory when those are someone
+// else's to check (kube-scheduler's NodeResourcesFit, in front of the extender).
+const model::GpuRequest& fit_request(const model::GpuRequest& req, bool check_host,
+                                     model::GpuRequest* stripped) {
+  if (check_host || req.host == model::HostResources{}) return req;
+  *stripped = req;
+  stripped->host = {};
+  return *stripped;
+}
+
 std::unordered_map<std::string, std::string> rejections_where(const FilterResult& r,
                                                               bool unresolvable, bool labels) {
   std::unordered_map<std::string, std::string> out;
@@ -51,13 +61,15 @@ std::unordered_map<std::string, std::string> FilterResult::labels() const {
 
 // The hot path of every pod: no allocation per node beyond the output names. A name given twice
 // is reported once: known nodes are recognised by their slot, unknown ones (rare) by name.
-FilterResult filter(const model::Cluster& cluster, const model::GpuRequest& req,
-                    const std::vector<std::string>& nodes, VerdictCache* cache) {
+FilterResult filter(const model::Cluster& cluster, const model::GpuRequest& asked,
+                    const std::vector<std::string>& nodes, VerdictCache* cache, bool check_host) {
+  model::GpuRequest stripped;
+  const model::GpuRequest& req = fit_request(asked, check_host, &stripped);
   std::optional<VerdictCache::Lease> lease;
   if (cache != nullptr) lease.emplace(cache->lease(req, nullptr, cluster.slot_count()));
   auto verdict = [&](const model::Node& node) {
-    std::int32_t v = 0;
-    if (lease && lease->get(node, &v)) return unpack(v);
+    double v = 0;
+    if (lease && lease->get(node, &v)) return unpack(static_cast<std::int32_t>(v));
     const QuickFit fit = quick_fit(node, req);
     if (lease) lease->put(node, pack(fit));
     return fit;
@@ -160,32 +172,84 @@ double score_fitting_node(const model::Node& node, const model::GpuRequest& req,
   return score_node(node, req, profile);
 }
 
-std::vector<int> prioritize(const model::Cluster& cluster, const model::GpuRequest& req,
-                            const Profile& profile, const std::vector<std::string>& nodes,
-                            VerdictCache* cache) {
+std::vector<double> score_nodes(const model::Cluster& cluster, const model::GpuRequest& req,
+                                const Profile& profile, const std::vector<std::string>& nodes,
+                                VerdictCache* cache, bool check_host) {
+  model::GpuRequest stripped;
+  const model::GpuRequest& fit = fit_request(req, check_host, &stripped);
   std::optional<VerdictCache::Lease> lease;
   if (cache != nullptr && scores_are_cacheable(profile)) {
     lease.emplace(cache->lease(req, &profile, cluster.slot_count()));
   }
-  std::vector<int> scores;
+  std::vector<double> scores;
   scores.reserve(nodes.size());
   for (const std::string& name : nodes) {
     const model::Node* node = cluster.find_node(name);
     if (node == nullptr) {
-      scores.push_back(0);
+      scores.push_back(-1.0);
       continue;
     }
-    std::int32_t cached = 0;
-    if (lease && lease->get(*node, &cached)) {
-      scores.push_back(cached);
+    double s = 0;
+    if (lease && lease->get(*node, &s)) {
+      scores.push_back(s);
       continue;
     }
-    const double s = score_node(*node, req, profile);
-    const int score = s < 0 ? 0 : static_cast<int>(std::lround(10.0 * s));
-    if (lease) lease->put(*node, score);
-    scores.push_back(score);
+    s = quick_fit(*node, fit).code == FitCode::kFits ? score_fitting_node(*node, req, profile)
+                                                     : -1.0;
+    if (lease) lease->put(*node, s);
+    scores.push_back(s);
   }
   return scores;
+}
+
+std::uint64_t tie_break_rank(std::string_view node) {
+  std::uint64_t h = 14695981039346656037ULL;  // FNV-1a: stable across runs and platforms
+  for (unsigned char c : node) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::vector<int> normalize_scores(const std::vector<double>& raw,
+                                  const std::vector<std::uint64_t>& rank) {
+  std::vector<int> out(raw.size(), 0);
+  std::size_t best = raw.size();
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] < 0) continue;
+    if (best == raw.size() || raw[i] > raw[best] ||
+        (raw[i] == raw[best] && rank[i] < rank[best])) {
+      best = i;
+    }
+  }
+  if (best == raw.size()) return out;
+  double low = raw[best];
+  for (double r : raw) {
+    if (r >= 0) low = std::min(low, r);
+  }
+  const double span = raw[best] - low;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] < 0) continue;
+    if (i == best || (raw[i] == raw[best] && rank[i] == rank[best])) {
+      out[i] = kMaxNodeScore;  // the best node (named twice in the input: the same answer)
+    } else if (raw[i] == raw[best]) {
+      out[i] = kMaxNodeScore - 1;  // as good, but the tie-break said no: still above the rest
+    } else {
+      // Strictly worse: 0..8, linear between the lowest score and the best.
+      const double x = span > 0 ? (raw[i] - low) / span : 0.0;
+      out[i] = std::min(kMaxNodeScore - 2, static_cast<int>(x * (kMaxNodeScore - 1)));
+    }
+  }
+  return out;
+}
+
+std::vector<int> prioritize(const model::Cluster& cluster, const model::GpuRequest& req,
+                            const Profile& profile, const std::vector<std::string>& nodes,
+                            VerdictCache* cache) {
+  std::vector<std::uint64_t> rank;
+  rank.reserve(nodes.size());
+  for (const std::string& n : nodes) rank.push_back(tie_break_rank(n));
+  return normalize_scores(score_nodes(cluster, req, profile, nodes, cache), rank);
 }
 
 Result<model::Allocation> place(const model::Cluster& cluster, const model::GpuRequest& req,

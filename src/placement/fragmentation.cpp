@@ -154,6 +154,21 @@ void FragmentCache::update(const model::Node& node) {
   total_ += refresh(node, it->second);
 }
 
+void FragmentCache::refresh_node(const model::Node& node) {
+  // Model masks too: the node's GPUs (and so their models) may have changed.
+  Slot& slot = slots_[&node];
+  slot.access.clear();
+  for (const auto& e : mix_->entries) slot.access.push_back(access_of(node, e.shape));
+  total_ += refresh(node, slot);
+}
+
+void FragmentCache::erase(const model::Node* node) {
+  auto it = slots_.find(node);
+  if (it == slots_.end()) return;
+  total_ -= it->second.value;
+  slots_.erase(it);
+}
+
 double FragmentCache::fragment(const model::Node& node) const {
   auto it = slots_.find(&node);
   return it != slots_.end() ? it->second.value : node_fragment(node, *mix_);

@@ -9,7 +9,7 @@ namespace {
 
 struct Slot {
   std::uint64_t generation = 0;  // 0: empty (Cluster's generations start at 1)
-  std::int32_t value = 0;
+  double value = 0;
 };
 
 std::size_t mix(std::size_t h, std::size_t v) {
@@ -44,7 +44,10 @@ struct VerdictCache::Table {
 };
 
 bool scores_are_cacheable(const Profile& profile) {
-  if (profile.context.workload != nullptr || profile.context.fragments != nullptr) return false;
+  const ScoreContext& ctx = profile.context;
+  if ((ctx.workload != nullptr || ctx.fragments != nullptr) && !ctx.cache_owner_tracks_mix) {
+    return false;
+  }
   for (const auto* level : {&profile.node, &profile.gpu}) {
     for (const WeightedStrategy& ws : *level) {
       if (ws.strategy->uses_draw()) return false;
@@ -54,6 +57,11 @@ bool scores_are_cacheable(const Profile& profile) {
 }
 
 VerdictCache::VerdictCache(std::size_t max_shapes) : max_shapes_(max_shapes < 1 ? 1 : max_shapes) {}
+
+void VerdictCache::clear() {
+  std::lock_guard lock(mu_);
+  tables_.clear();
+}
 
 VerdictCache::Lease VerdictCache::lease(const model::GpuRequest& req, const Profile* profile,
                                         std::size_t slots) {
@@ -92,7 +100,7 @@ VerdictCache::Lease::~Lease() {
   owner_->misses_.fetch_add(misses_, std::memory_order_relaxed);
 }
 
-bool VerdictCache::Lease::get(const model::Node& node, std::int32_t* value) {
+bool VerdictCache::Lease::get(const model::Node& node, double* value) {
   const auto& slots = table_->slots;
   if (node.slot < slots.size() && slots[node.slot].generation == node.generation) {
     *value = slots[node.slot].value;
@@ -103,7 +111,7 @@ bool VerdictCache::Lease::get(const model::Node& node, std::int32_t* value) {
   return false;
 }
 
-void VerdictCache::Lease::put(const model::Node& node, std::int32_t value) {
+void VerdictCache::Lease::put(const model::Node& node, double value) {
   auto& slots = table_->slots;
   if (node.slot >= slots.size()) slots.resize(node.slot + 1);
   slots[node.slot] = Slot{node.generation, value};

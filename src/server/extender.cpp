@@ -1,6 +1,7 @@
 #include "gapless/server/extender.h"
 
 #include <chrono>
+#include <optional>
 #include <unordered_set>
 
 #include "gapless/k8s/allocation_record.h"
@@ -73,29 +74,16 @@ std::string pod_key(const model::PodInfo& p) {
 
 Extender::Extender(model::Cluster cluster, placement::Policy policy, Binder& binder,
                    Metrics& metrics)
-    : cluster_(std::move(cluster)),
-      policy_(std::make_shared<const LoadedPolicy>(std::move(policy))),
+    : scheduler_(std::move(cluster), std::move(policy), placement::SchedulerOptions{false}),
       binder_(binder),
       metrics_(metrics) {}
 
-std::shared_ptr<const Extender::LoadedPolicy> Extender::current() const {
-  std::lock_guard lock(policy_mu_);
-  return policy_;
-}
-
-std::shared_ptr<const placement::Policy> Extender::current_policy() const {
-  auto loaded = current();
-  return {loaded, &loaded->policy};  // shares ownership of the LoadedPolicy
-}
-
 void Extender::set_policy(placement::Policy policy) {
-  auto p = std::make_shared<const LoadedPolicy>(std::move(policy));
-  std::lock_guard lock(policy_mu_);
-  policy_ = std::move(p);
+  scheduler_.set_policy(std::move(policy));
 }
 
 std::string Extender::policy_source() const {
-  return current_policy()->source;
+  return scheduler_.policy()->policy.source;
 }
 
 void Extender::set_readiness(std::function<bool()> ready) {
@@ -107,8 +95,17 @@ bool Extender::ready() const {
 }
 
 void Extender::mutate(const std::function<void(model::Cluster&)>& f) {
-  std::unique_lock lock(model_mu_);
-  f(cluster_);
+  scheduler_.mutate(f);
+}
+
+k8s::ClusterSyncHooks Extender::sync_hooks() {
+  k8s::ClusterSyncHooks h;
+  h.mutate = [this](const std::function<void(model::Cluster&)>& f) { scheduler_.mutate(f); };
+  h.observe = [this](const model::PodInfo& pod, const model::GpuRequest& req) {
+    scheduler_.observe(pod, req);
+  };
+  h.forget = [this](const std::string& uid) { scheduler_.forget(uid); };
+  return h;
 }
 
 std::string Extender::filter(std::string_view body) {
@@ -124,16 +121,15 @@ std::string Extender::filter(std::string_view body) {
   }
   // Resolve the profile now so a pod naming a missing one fails here, visibly, not at bind.
   std::string policy_error;
-  const auto loaded = current();
-  if (placement::select_profile(loaded->policy, args->pod.info, &policy_error) == nullptr) {
+  const auto loaded = scheduler_.policy();
+  if (placement::Scheduler::select_profile(*loaded, args->pod.info, &policy_error) == nullptr) {
     timer.fail();
     return filter_error(policy_error);
   }
-  placement::FilterResult r;
-  {
-    std::shared_lock lock(model_mu_);
-    r = placement::filter(cluster_, args->pod.request, args->nodes, &loaded->cache);
-  }
+  // Every pod that reaches us counts in the learned workload mix (once), CPU-only pods too:
+  // they take the CPU that GPU pods need next to their GPUs.
+  scheduler_.observe(args->pod.info, args->pod.request);
+  placement::FilterResult r = scheduler_.filter(*loaded, args->pod.request, args->nodes);
   // Pods without GPUs too: with managedResources empty, kube-scheduler binds them through us.
   pending_.remember(args->pod);
   std::vector<std::size_t> per_reason(r.reasons.size());
@@ -182,20 +178,19 @@ std::string Extender::prioritize(std::string_view body) {
   auto args = parse_args(body);
   std::string policy_error;
   const placement::Profile* profile = nullptr;
-  const auto loaded = current();
-  if (args) profile = placement::select_profile(loaded->policy, args->pod.info, &policy_error);
+  const auto loaded = scheduler_.policy();
+  if (args) {
+    profile = placement::Scheduler::select_profile(*loaded, args->pod.info, &policy_error);
+  }
   if (!args || profile == nullptr) {
     // HostPriorityList has no Error field; kube-scheduler ignores a prioritize failure, and a
     // person calling us by hand still reads why.
     timer.fail();
     return error_only(args ? policy_error : args.error());
   }
-  std::vector<int> scores;
-  {
-    std::shared_lock lock(model_mu_);
-    scores =
-        placement::prioritize(cluster_, args->pod.request, *profile, args->nodes, &loaded->cache);
-  }
+  scheduler_.observe(args->pod.info, args->pod.request);
+  const std::vector<int> scores = placement::Scheduler::normalize(
+      args->nodes, scheduler_.score(*loaded, args->pod.request, *profile, args->nodes));
   pending_.remember(args->pod);
   // Built field by field: a braced json{{...}} per host copies every value twice.
   json out = json::array();
@@ -227,63 +222,65 @@ std::string Extender::bind(std::string_view body) {
   }
   const std::string who = *ns + "/" + *name;
 
-  model::Allocation reserved;
+  // A pod that already holds an allocation: a retry after a reply was lost. Fine on the same
+  // node for the same pod, never elsewhere, and never for another pod naming its UID.
+  std::optional<model::Allocation> held;
+  scheduler_.read([&](const model::Cluster& c) {
+    if (const model::Allocation* a = c.allocation(*uid)) held = *a;
+  });
+  if (held) {
+    if (held->pod_ns != *ns || held->pod_name != *name) {
+      return fail("PodUID " + *uid + " belongs to " + held->pod_ns + "/" + held->pod_name +
+                  ", not " + who);
+    }
+    if (held->node != *node) return fail("pod " + who + " is already bound to node " + held->node);
+    metrics_.count_bind("idempotent");
+    return error_only("");
+  }
+  auto pod = pending_.find(*uid);
+  if (!pod) {
+    return fail("pod " + who + " (uid " + *uid +
+                ") was not seen by filter recently; kube-scheduler will retry it");
+  }
+  if (pod->info.name != *name || pod->info.ns != *ns) {
+    return fail("PodUID " + *uid + " belongs to " + pod_key(pod->info) + ", not " + who);
+  }
+  std::string policy_error;
+  const auto loaded = scheduler_.policy();
+  const placement::Profile* profile =
+      placement::Scheduler::select_profile(*loaded, pod->info, &policy_error);
+  if (profile == nullptr) return fail(policy_error);
+  // A pod without GPUs (kube-scheduler sends every pod when managedResources is empty) binds
+  // with no record; what it holds of the node's CPU and memory is counted for scoring.
+  const bool holds_gpus = pod->request.kind != model::RequestKind::kNone;
   std::map<std::string, std::string> annotations;
-  bool holds_gpus = false;
-  {
-    std::unique_lock lock(model_mu_);
-    if (const model::Allocation* held = cluster_.allocation(*uid)) {
-      // A retry after a reply was lost: fine on the same node, never elsewhere.
-      if (held->node == *node) {
-        metrics_.count_bind("idempotent");
-        return error_only("");
-      }
-      return fail("pod " + who + " is already bound to node " + held->node);
-    }
-    auto pod = pending_.find(*uid);
-    if (!pod) {
-      return fail("pod " + who + " (uid " + *uid +
-                  ") was not seen by filter recently; kube-scheduler will retry it");
-    }
-    if (pod->info.name != *name || pod->info.ns != *ns) {
-      return fail("PodUID " + *uid + " belongs to " + pod_key(pod->info) + ", not " + who);
-    }
-    // A pod without GPUs (kube-scheduler sends every pod when managedResources is empty) binds
-    // with no record and leaves the model alone.
-    holds_gpus = pod->request.kind != model::RequestKind::kNone;
-    if (holds_gpus) {
-      std::string policy_error;
-      const placement::Profile* profile =
-          placement::select_profile(*current_policy(), pod->info, &policy_error);
-      if (profile == nullptr) return fail(policy_error);
-      // Re-check against the model as it is now: binds run after later pods' filters.
-      auto placed = placement::place(cluster_, pod->request, *profile, pod->info, *node);
-      if (!placed) return fail("cannot bind " + who + " to " + *node + ": " + placed.error());
-      if (Status s = cluster_.commit(*placed); !s) {
-        return fail("cannot bind " + who + " to " + *node + ": " + s.error());
-      }
-      reserved = std::move(*placed);
-      annotations[std::string(k8s::kAllocationAnnotation)] =
-          k8s::encode_allocation_record(reserved);
-      const auto now = std::chrono::system_clock::now().time_since_epoch();
+  std::optional<model::Allocation> reserved;
+  // Re-check against the model as it is now: binds run after later pods' filters.
+  auto placed = scheduler_.reserve(pod->info, pod->request, *profile, *node);
+  if (placed) {
+    reserved = std::move(*placed);
+  } else if (holds_gpus) {
+    return fail("cannot bind " + who + " to " + *node + ": " + placed.error());
+  }
+  if (reserved && holds_gpus) {
+    annotations[std::string(k8s::kAllocationAnnotation)] =
+        k8s::encode_allocation_record(*reserved);
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    scheduler_.read([&](const model::Cluster& c) {
+      const model::Node* n = c.find_node(*node);
+      if (n == nullptr) return;  // removed meanwhile: the binder's answer decides
       for (auto& [k, v] : k8s::gpushare_annotations(
-               reserved, *cluster_.find_node(*node),
-               std::chrono::duration_cast<std::chrono::nanoseconds>(now).count())) {
+               *reserved, *n, std::chrono::duration_cast<std::chrono::nanoseconds>(now).count())) {
         annotations[k] = v;
       }
-    }
+    });
   }
   // The reservation holds the GPUs while the binder works, without blocking filters.
   Status s = binder_.bind(BindRequest{*ns, *name, *uid, *node, std::move(annotations)});
   if (!s) {
-    if (holds_gpus) {
-      // Undo only our own reservation: while the binder worked, the informer may have replaced
-      // it with what the API server says (the pod bound elsewhere, by a racing retry).
-      std::unique_lock lock(model_mu_);
-      if (const model::Allocation* held = cluster_.allocation(*uid); held && *held == reserved) {
-        cluster_.release(*uid);
-      }
-    }
+    // Undo only our own reservation: while the binder worked, the informer may have replaced
+    // it with what the API server says (the pod bound elsewhere, by a racing retry).
+    if (reserved) scheduler_.unreserve(*reserved);
     return fail("binding " + who + " to " + *node + ": " + s.error());
   }
   pending_.forget(*uid);

@@ -3,7 +3,6 @@
 #include <set>
 
 #include "gapless/k8s/pod_request.h"
-#include "gapless/placement/fit.h"
 #include "gapless/server/extender.h"
 #include "wire.h"
 
@@ -57,23 +56,11 @@ std::string Extender::preempt(std::string_view body) {
   }
   json kept = json::object();
   if (candidates != nullptr) {
-    std::shared_lock lock(model_mu_);
     for (auto it = candidates->begin(); it != candidates->end(); ++it) {
       std::vector<std::string> uids = victim_uids(it.value());
       if (uids.empty()) continue;  // kube-scheduler rejects nodes without victims
-      bool useful = parsed->request.kind == model::RequestKind::kNone;
-      if (const model::Node* node = cluster_.find_node(it.key()); node && !useful) {
-        // A fenced node takes no GPU pods, evictions or not (check_fit says so too). Its
-        // allocations may also be stranded (kept but not applied, after its inventory changed):
-        // unapplying one would index GPUs the node no longer has, so never try.
-        if (node->fenced()) continue;
-        model::Node after = *node;
-        for (const std::string& uid : uids) {
-          const model::Allocation* a = cluster_.allocation(uid);
-          if (a != nullptr && a->node == node->name) model::unapply_allocation(after, *a);
-        }
-        useful = placement::check_fit(after, parsed->request).fits();
-      }
+      const bool useful = parsed->request.kind == model::RequestKind::kNone ||
+                          scheduler_.frees_room(parsed->request, it.key(), uids);
       if (!useful) continue;
       json pods = json::array();
       for (const std::string& uid : uids) pods.push_back(json{{"UID", uid}});

@@ -45,14 +45,34 @@ json gpu_json(const model::Gpu& g) {
             {"migComputeSlices", u.mig_compute_used}}}};
 }
 
+json host_json(const model::HostResources& cap, const model::HostResources& used) {
+  return {{"cpuMilli", cap.cpu_milli},
+          {"memoryMiB", cap.memory_mib},
+          {"usedCpuMilli", used.cpu_milli},
+          {"usedMemoryMiB", used.memory_mib}};
+}
+
+// The learned workload mix: the pod shapes fragmentation-aware strategies judge placements by.
+json workload_json(const placement::WorkloadMix& mix, std::size_t observed) {
+  json shapes = json::array();
+  for (const auto& e : mix.entries) {
+    shapes.push_back({{"gpus", e.shape.gpus},
+                      {"milliPerGpu", e.shape.milli},
+                      {"cpuMilli", e.shape.cpu_milli},
+                      {"memoryMiB", e.shape.memory_mib},
+                      {"models", e.shape.models},
+                      {"weight", e.weight}});
+  }
+  return {{"podsObserved", observed}, {"shapes", std::move(shapes)}};
+}
+
 }  // namespace
 
 std::string Extender::debug_state() const {
   json nodes = json::array();
   json allocations = json::array();
-  {
-    std::shared_lock lock(model_mu_);
-    for (const model::Node* n : cluster_.nodes()) {
+  scheduler_.read([&](const model::Cluster& cluster) {
+    for (const model::Node* n : cluster.nodes()) {
       json gpus = json::array();
       for (const model::Gpu& g : n->gpus) gpus.push_back(gpu_json(g));
       json pool = json::object();
@@ -62,25 +82,25 @@ std::string Extender::debug_state() const {
       nodes.push_back({{"name", n->name},
                        {"inventory", source_name(n->source)},
                        {"fenced", n->fence_reason},
+                       {"host", host_json(n->host, n->host_used)},
                        {"gpus", std::move(gpus)},
                        {"migPool", std::move(pool)}});
     }
-    for (const model::Allocation* a : cluster_.allocations()) {
+    for (const model::Allocation* a : cluster.allocations()) {
+      if (a->gpus.empty() && a->mig.empty()) continue;  // CPU and memory only: no record
       allocations.push_back({{"pod", a->pod_ns + "/" + a->pod_name},
                              {"uid", a->pod_uid},
                              {"record", json::parse(k8s::encode_allocation_record(*a))}});
     }
-  }
+  });
   return wire::dump(json{{"policy", policy_source()},
+                         {"workload", workload_json(scheduler_.mix(), scheduler_.observed())},
                          {"nodes", std::move(nodes)},
                          {"allocations", std::move(allocations)}});
 }
 
 std::string Extender::metrics_text() const {
-  {
-    std::shared_lock lock(model_mu_);
-    metrics_.update_cluster(cluster_);
-  }
+  scheduler_.read([&](const model::Cluster& cluster) { metrics_.update_cluster(cluster); });
   return metrics_.serialize();
 }
 

@@ -123,7 +123,15 @@ TEST_CASE("bind is idempotent on the same node and refuses inconsistent calls", 
     srv.call("/filter", extender_args(cpu, h100s));
     CHECK(srv.call("/bind", bind_args("web", "uid-web", "h100-nvs-01")).at("Error") == "");
     CHECK(srv.binder().bindings().size() == 2);
-    CHECK(srv.state() == bound);  // holds no GPU
+    // It holds no GPU and gets no record; its CPU and memory are counted on the node (scoring
+    // reads them).
+    const json after = json::parse(srv.state());
+    CHECK(after.at("allocations") == json::parse(bound).at("allocations"));
+    for (const json& n : after.at("nodes")) {
+      if (n.at("name") != "h100-nvs-01") continue;
+      CHECK(n.at("host").at("usedCpuMilli") == 2000);
+      CHECK(n.at("host").at("usedMemoryMiB") == 1024);
+    }
   }
 }
 

@@ -39,13 +39,24 @@ class KubeExtender {
     o.path = "/api/v1/pods";
     o.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
     pods_ = std::make_unique<k8s::Informer>(client_, o, sync_.pod_handlers());
-    threads_.emplace_back([this] { nodes_->run(); });
-    threads_.emplace_back([this] { pods_->run(); });
+    threads_.emplace_back([this] {
+      nodes_->run();
+      ++done_;
+    });
+    threads_.emplace_back([this] {
+      pods_->run();
+      ++done_;
+    });
   }
   ~KubeExtender() {
     nodes_->stop();
     pods_->stop();
-    server_.close_watches();
+    // An informer between two watches when they are closed opens a new one: close until both
+    // informers have returned, or teardown waits for the watch timeout.
+    while (done_ < 2) {
+      server_.close_watches();
+      std::this_thread::sleep_for(10ms);
+    }
     for (auto& t : threads_) t.join();
   }
 
@@ -65,11 +76,7 @@ class KubeExtender {
   }
 
  private:
-  k8s::ClusterSyncHooks hooks() {
-    k8s::ClusterSyncHooks h;
-    h.mutate = [this](const std::function<void(model::Cluster&)>& f) { extender_.mutate(f); };
-    return h;
-  }
+  k8s::ClusterSyncHooks hooks() { return extender_.sync_hooks(); }
 
   test::FakeApiServer& server_;
   k8s::ApiClient client_;
@@ -80,6 +87,7 @@ class KubeExtender {
   std::unique_ptr<k8s::Informer> nodes_;
   std::unique_ptr<k8s::Informer> pods_;
   std::vector<std::thread> threads_;
+  std::atomic<int> done_{0};
 };
 
 std::string args_for(const json& pod, const std::string& node) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gapless/k8s/pod_request.h"
 #include "gapless/model/cluster.h"
 #include "gapless/model/result.h"
 
@@ -13,6 +14,9 @@ namespace gapless::k8s {
 
 struct ClusterFile {
   model::Cluster cluster;
+  // The file's bound, unfinished pods that could be read, in file order (UIDs filled in), for
+  // the driver to learn the workload mix from.
+  std::vector<ParsedPod> pods;
   std::vector<std::string> warnings;  // e.g. a bound pod without a record, ignored
 };
 

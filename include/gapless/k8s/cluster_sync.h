@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gapless/k8s/informer.h"
+#include "gapless/k8s/pod_request.h"
 #include "gapless/model/cluster.h"
 
 namespace gapless::k8s {
@@ -33,6 +34,11 @@ struct ClusterSyncHooks {
   // A record that fenced its node: pod "ns/name", node, why. Optional.
   std::function<void(const std::string& pod, const std::string& node, const std::string& why)>
       on_bad_record;
+  // Every pod seen that has not finished, and pods that finished or were deleted: feeds the
+  // learned workload mix (placement::Scheduler::observe / forget). Optional; called inside
+  // neither `mutate` nor the sync's own lock.
+  std::function<void(const model::PodInfo& pod, const model::GpuRequest& req)> observe;
+  std::function<void(const std::string& uid)> forget;
   // Log lines. Optional. This and on_bad_record are called outside `mutate`, from either
   // informer thread, possibly at the same time.
   std::function<void(const std::string& message)> log;
@@ -66,7 +72,9 @@ class ClusterSync {
     bool has_record = false;  // carries gapless.io/allocation
     bool record_is_string = false;
     std::string record;
-    bool asks_gpus = false;  // only computed for bound pods without a record
+    bool asks_gpus = false;
+    bool parsed = false;  // the pod's requests could be read (into `pod`)
+    ParsedPod pod;        // its requests, CPU and memory included
   };
   struct Outbox;  // log lines and bad records, emitted after the model is released
 
@@ -76,6 +84,8 @@ class ClusterSync {
   void reject(model::Cluster& c, const PodFacts& p, const std::string& why, Outbox& out);
   void upsert(model::Cluster& c, const std::string& name, Result<model::Node> node, Outbox& out);
   void retry_parked(model::Cluster& c, Outbox& out);
+  void account_host_only(model::Cluster& c, const PodFacts& p);
+  void learn(const PodFacts& p) const;
   void forget(const std::string& uid);
   void emit(const Outbox& out) const;
 

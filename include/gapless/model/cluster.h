@@ -51,10 +51,24 @@ class Cluster {
 
   void fence(const std::string& node, const std::string& reason);
 
+  // Whether commit/restore refuse an allocation whose CPU or memory exceeds what the node has
+  // left (default true). The extender counts host resources only to score; kube-scheduler's
+  // NodeResourcesFit decides whether they fit, and its view, not ours, is authoritative.
+  void set_check_host(bool check) { check_host_ = check; }
+
+  // What changed since the last call: the names of nodes added or changed (new generation), each
+  // once, and the addresses nodes removed since had (keys for caches keyed by node address; never
+  // dereferenced). For drivers that keep per-node state current (placement::Scheduler).
+  struct Changes {
+    std::vector<std::string> touched;
+    std::vector<const Node*> removed;
+  };
+  Changes take_changes();
+
  private:
   Status apply(const Allocation& a, bool allow_fenced);
-  // Marks a node as changed (new Node::generation).
-  static void touch(Node& node);
+  // Marks a node as changed (new Node::generation) and notes it for take_changes().
+  void touch(Node& node);
 
 
   // Hashed: filter looks up every candidate name of every pod.
@@ -66,11 +80,15 @@ class Cluster {
   // Slots of removed nodes, handed out again before new ones.
   std::vector<std::uint32_t> free_slots_;
   std::size_t slot_count_ = 0;
+  bool check_host_ = true;
+  std::set<std::string> touched_;
+  std::vector<const Node*> removed_;
 };
 
 // Applies `grant`s of `a` to the node's usage counters, or explains why they do not fit.
 // Exposed for placement's "what if" checks; Cluster::commit is the normal entry point.
-Status apply_allocation(Node& node, const Allocation& a);
+// `check_host` false: CPU and memory are counted but never refused (see Cluster::set_check_host).
+Status apply_allocation(Node& node, const Allocation& a, bool check_host = true);
 void unapply_allocation(Node& node, const Allocation& a);
 
 }  // namespace gapless::model

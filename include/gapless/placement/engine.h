@@ -4,6 +4,7 @@
 // Thread-safety: all functions only read the Cluster; callers hold at least a shared lock.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -46,8 +47,10 @@ struct FilterResult {
 // the input is reported once). Unknown nodes are unresolvable. A kNone request passes all.
 // With a cache, verdicts of nodes unchanged since this shape was last asked about are reused;
 // the answer is the same either way.
+// `check_host` false: CPU and memory are not checked (kube-scheduler's NodeResourcesFit did).
 FilterResult filter(const model::Cluster& cluster, const model::GpuRequest& req,
-                    const std::vector<std::string>& nodes, VerdictCache* cache = nullptr);
+                    const std::vector<std::string>& nodes, VerdictCache* cache = nullptr,
+                    bool check_host = true);
 
 // Node score in [0, 1] for a node the request fits, or -1 when it does not fit.
 double score_node(const model::Node& node, const model::GpuRequest& req, const Profile& profile);
@@ -60,8 +63,30 @@ double score_node(const model::Node& node, const model::GpuRequest& req, const P
 double score_fitting_node(const model::Node& node, const model::GpuRequest& req,
                           const Profile& profile);
 
-// One 0..10 score per input name, aligned with `nodes` (0 for unknown or infeasible nodes).
-// The cache, as for filter, is used when scores_are_cacheable(profile).
+// The Score stage: the engine's score in [0, 1] per input name (score_fitting_node) where the
+// request fits the node now, -1 where it does not or the node is unknown. The cache, as for
+// filter, is used when scores_are_cacheable(profile). `check_host` as for filter.
+std::vector<double> score_nodes(const model::Cluster& cluster, const model::GpuRequest& req,
+                                const Profile& profile, const std::vector<std::string>& nodes,
+                                VerdictCache* cache = nullptr, bool check_host = true);
+
+// kube-scheduler's extender score range is 0..10 (MaxExtenderPriority).
+inline constexpr int kMaxNodeScore = 10;
+
+// A node's place among equal engine scores: lower wins. A hash of the name (FNV-1a), so the
+// order is fixed, the same in every process, and unrelated to names' alphabetical order.
+std::uint64_t tie_break_rank(std::string_view node);
+
+// The NormalizeScore stage: engine scores -> 0..10 such that the engine's best node (the highest
+// score, ties to the lowest rank) is the only one with 10. kube-scheduler adds score x weight x 10
+// to its own plugins' scores and picks at random among equal totals; with one node alone at the
+// top and the shipped weight, that random pick never overrules the engine. Nodes as good as the
+// best but behind it on rank get 9; strictly worse nodes 0..8, linear between the lowest score
+// and the best; nodes that do not fit (raw < 0) 0. REQUIRES: rank.size() == raw.size().
+std::vector<int> normalize_scores(const std::vector<double>& raw,
+                                  const std::vector<std::uint64_t>& rank);
+
+// score_nodes then normalize_scores with tie_break_rank: one 0..10 score per input name.
 std::vector<int> prioritize(const model::Cluster& cluster, const model::GpuRequest& req,
                             const Profile& profile, const std::vector<std::string>& nodes,
                             VerdictCache* cache = nullptr);

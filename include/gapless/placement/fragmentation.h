@@ -52,6 +52,10 @@ class FragmentCache {
   void rebuild(std::span<const model::Node* const> nodes);
   // Recomputes one node after a placement on it.
   void update(const model::Node& node);
+  // Recomputes one node, adding it if the cache has not seen it (a node added to the cluster).
+  void refresh_node(const model::Node& node);
+  // Forgets a node that left the cluster; `node` is only a key, never dereferenced.
+  void erase(const model::Node* node);
 
   // Cached F_n(M); computed on the spot for a node the cache has not seen.
   double fragment(const model::Node& node) const;

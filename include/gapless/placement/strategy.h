@@ -30,6 +30,9 @@ struct ScoreContext {
   const FragmentCache* fragments = nullptr;
   // A random draw for the pod being placed (random). Drivers change it for every pod.
   std::uint64_t draw = 0;
+  // Set by an owner (placement::Scheduler) that clears its VerdictCache whenever the mix or the
+  // fragment cache's meaning changes, so scores under the mix may be cached per node generation.
+  bool cache_owner_tracks_mix = false;
 };
 
 class Strategy {

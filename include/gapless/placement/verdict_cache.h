@@ -8,7 +8,8 @@
 // engine would compute now.
 //
 // Scores are reused only for profiles whose scores depend on nothing but the node and the
-// request (see scores_are_cacheable); the engine computes the others every time.
+// request, or on a workload mix whose owner clears the cache when the mix changes (see
+// scores_are_cacheable); the engine computes the others every time.
 //
 // One cache serves one policy: Profile pointers are part of the key, so build a fresh cache
 // whenever the policy is replaced.
@@ -29,8 +30,8 @@
 
 namespace gapless::placement {
 
-// True when a profile's node scores are a function of (node, request) alone: no workload mix,
-// no fragment cache, no per-pod random draw.
+// True when a profile's node scores are a function of (node, request) alone, or of (node,
+// request, workload mix) with ScoreContext::cache_owner_tracks_mix set: no per-pod random draw.
 bool scores_are_cacheable(const Profile& profile);
 
 class VerdictCache {
@@ -46,8 +47,8 @@ class VerdictCache {
   class Lease {
    public:
     // The value stored for this node at its current generation, if any.
-    bool get(const model::Node& node, std::int32_t* value);
-    void put(const model::Node& node, std::int32_t value);
+    bool get(const model::Node& node, double* value);
+    void put(const model::Node& node, double value);
 
     Lease(Lease&&) = default;
     Lease& operator=(Lease&&) = delete;
@@ -66,6 +67,10 @@ class VerdictCache {
   // The table for `req` under `profile` (null: filter verdicts, which no profile affects),
   // created empty if new. `slots` is Cluster::slot_count().
   Lease lease(const model::GpuRequest& req, const Profile* profile, std::size_t slots);
+
+  // Drops every table. REQUIRES: no Lease alive (the Scheduler calls it under its write lock
+  // when the workload mix changes).
+  void clear();
 
   std::uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
   std::uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }

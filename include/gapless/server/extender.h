@@ -6,9 +6,12 @@
 // Wire format (docs/extender-protocol.md): PascalCase keys out, keys matched case-insensitively
 // in, null accepted for every field.
 //
-// Thread-safety: all methods may be called concurrently. Filter and prioritize share a read lock
-// on the model; bind takes the write lock only to reserve and to roll back, never while the
-// binder talks to the API server.
+// The verbs translate between kube-scheduler's wire format and placement::Scheduler, which runs
+// every stage (the trace bench drives the same object in-process).
+//
+// Thread-safety: all methods may be called concurrently. Filter and prioritize share the
+// Scheduler's read lock; bind takes the write lock only to reserve and to roll back, never while
+// the binder talks to the API server.
 #pragma once
 
 #include <functional>
@@ -20,8 +23,9 @@
 
 #include "gapless/model/cluster.h"
 #include "gapless/placement/profile.h"
-#include "gapless/placement/verdict_cache.h"
+#include "gapless/placement/scheduler.h"
 #include "gapless/k8s/binder.h"
+#include "gapless/k8s/cluster_sync.h"
 #include "gapless/server/metrics.h"
 #include "gapless/server/pending_pods.h"
 
@@ -60,24 +64,18 @@ class Extender {
 
   // Runs `f` with exclusive access to the model (informers, recovery, tests).
   void mutate(const std::function<void(model::Cluster&)>& f);
+  // The scheduling object behind the verbs (informers feed its model and its workload mix).
+  placement::Scheduler& scheduler() { return scheduler_; }
+  const placement::Scheduler& scheduler() const { return scheduler_; }
+  // What the informers' ClusterSync needs to keep this extender's model and learned mix
+  // current: exclusive access to the model, and every pod seen or gone. Logging hooks are the
+  // caller's to add.
+  k8s::ClusterSyncHooks sync_hooks();
 
  private:
   static constexpr const char* kNotReady =
       "gapless is still loading the cluster (first full list of nodes and pods); retry shortly";
-  // A policy with the verdict cache that belongs to it: replaced together, so cached scores
-  // never outlive the profiles they were computed for.
-  struct LoadedPolicy {
-    explicit LoadedPolicy(placement::Policy p) : policy(std::move(p)) {}
-    placement::Policy policy;
-    mutable placement::VerdictCache cache;
-  };
-  std::shared_ptr<const LoadedPolicy> current() const;
-  std::shared_ptr<const placement::Policy> current_policy() const;
-
-  mutable std::shared_mutex model_mu_;
-  model::Cluster cluster_;
-  mutable std::mutex policy_mu_;
-  std::shared_ptr<const LoadedPolicy> policy_;
+  placement::Scheduler scheduler_;
   std::function<bool()> ready_;  // set before serving; read-only afterwards
   Binder& binder_;
   Metrics& metrics_;

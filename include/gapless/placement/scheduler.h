@@ -1,0 +1,156 @@
+// The scheduling object: the one place that runs Gapless's stages, for every driver (the extender
+// behind HTTP, the trace bench, the latency bench). Named after kube-scheduler's framework:
+//
+//   PreFilter      select_profile   which policy profile a pod is judged by
+//   (learning)     observe          counts the pod in the workload mix, once per pod UID
+//   Filter         filter           which candidate nodes can take the pod now, and why not
+//   Score          score            the engine's score per node in [0, 1] (-1: does not fit)
+//   NormalizeScore normalize        those scores -> kube-scheduler's 0..10, best node alone at 10
+//   Reserve        reserve          the GPUs / slices / shares on the chosen node, committed
+//   Unreserve      unreserve        undoes a reservation that could not be bound
+//   PostFilter     frees_room       would evicting these pods let the pod fit (preemption)
+//
+// It owns the cluster model, the policy and everything strategies read beyond node and request:
+// the workload mix learned from observed pods (or a fixed one, the trace bench's oracle), the
+// per-node fragment cache under that mix, and the per-policy verdict cache. Drivers never fill a
+// ScoreContext: a policy naming a strategy is enough for the strategy to get what it needs.
+//
+// Thread-safety: every method may be called concurrently. Filter, Score and PostFilter share a
+// read lock; observe (when it counts a new pod), reserve, unreserve, release and mutate take the
+// write lock. Callbacks given to read() and mutate() run under that lock and must not call back.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "gapless/model/allocation.h"
+#include "gapless/model/cluster.h"
+#include "gapless/model/request.h"
+#include "gapless/model/result.h"
+#include "gapless/placement/engine.h"
+#include "gapless/placement/fragmentation.h"
+#include "gapless/placement/profile.h"
+#include "gapless/placement/verdict_cache.h"
+#include "gapless/placement/workload.h"
+
+namespace gapless::placement {
+
+struct SchedulerOptions {
+  // Filter checks CPU and memory against the nodes' capacity (where nodes and pods carry them).
+  // The trace bench's paper mode needs this: nothing else filters there. Behind kube-scheduler
+  // (the extender, the bench's as-deployed mode) NodeResourcesFit has done it, so it is off:
+  // host resources are then counted for scoring only and never refuse a reservation.
+  bool check_host = true;
+  // Score against this fixed mix instead of learning one (the FGD paper's oracle). Must outlive
+  // the Scheduler.
+  const WorkloadMix* fixed_mix = nullptr;
+  // Reuse verdicts and scores of nodes unchanged since a pod of the same shape was asked about
+  // (placement::VerdictCache). Off only to measure what the cache saves.
+  bool use_cache = true;
+  // Request shapes whose verdicts and scores the cache keeps (least recently used dropped).
+  std::size_t cache_shapes = 32;
+};
+
+// A policy with the caches that belong to it: replaced together, so cached scores never outlive
+// the profiles they were computed for. Profiles' contexts point at the Scheduler's mix.
+struct LoadedPolicy {
+  explicit LoadedPolicy(std::size_t cache_shapes) : cache(cache_shapes) {}
+  Policy policy;
+  mutable VerdictCache cache;
+  // The mix version the cache's scores were computed under; a cache behind the Scheduler's
+  // current version is not used (a policy replaced while the mix moved on).
+  mutable std::atomic<std::uint64_t> cache_mix_version{0};
+};
+
+class Scheduler {
+ public:
+  Scheduler(model::Cluster cluster, Policy policy, SchedulerOptions options = {});
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // --- policy -----------------------------------------------------------------------------
+  // The policy calls should use from start to end (a reload does not pull it away from them).
+  std::shared_ptr<const LoadedPolicy> policy() const;
+  // Replaces the policy for calls that start after this returns.
+  void set_policy(Policy policy);
+
+  // PreFilter: the profile for a pod, from `loaded` (see placement::select_profile). Null, with
+  // *error set, when the pod's gapless.io/policy names a profile the policy lacks.
+  static const Profile* select_profile(const LoadedPolicy& loaded, const model::PodInfo& pod,
+                                       std::string* error);
+
+  // Counts the pod in the learned workload mix, the first time its UID is seen (later calls for
+  // the same UID do nothing, so an informer event and a filter call never count a pod twice).
+  // Pods without a UID are not counted. Returns true when the pod was new.
+  bool observe(const model::PodInfo& pod, const model::GpuRequest& req);
+  // Forgets a pod's UID (it was deleted), keeping what it added to the mix.
+  void forget(const std::string& pod_uid);
+
+  // --- the stages ---------------------------------------------------------------------------
+  FilterResult filter(const LoadedPolicy& loaded, const model::GpuRequest& req,
+                      const std::vector<std::string>& nodes) const;
+  // `draw` feeds strategies that use one (random); give a new value per pod.
+  std::vector<double> score(const LoadedPolicy& loaded, const model::GpuRequest& req,
+                            const Profile& profile, const std::vector<std::string>& nodes,
+                            std::uint64_t draw = 0) const;
+  // normalize_scores with each node's tie_break_rank.
+  static std::vector<int> normalize(const std::vector<std::string>& nodes,
+                                    const std::vector<double>& raw);
+  // Picks what the pod gets on `node` under `profile` and commits it (the request's CPU and
+  // memory included). Fails, model unchanged, when it does not fit now or the pod already
+  // holds an allocation.
+  Result<model::Allocation> reserve(const model::PodInfo& pod, const model::GpuRequest& req,
+                                    const Profile& profile, const std::string& node);
+  // Releases the pod's allocation if it is still exactly `reserved` (an informer may have
+  // replaced it meanwhile with what the API server says). Returns whether it did.
+  bool unreserve(const model::Allocation& reserved);
+  // Releases whatever the pod holds (it finished or left). Returns false if it held nothing.
+  bool release(const std::string& pod_uid);
+  // PostFilter: would evicting `victims` (pod UIDs on `node`) let the request fit there?
+  // False for unknown and fenced nodes.
+  bool frees_room(const model::GpuRequest& req, const std::string& node,
+                  const std::vector<std::string>& victims) const;
+
+  // --- the model ----------------------------------------------------------------------------
+  // Exclusive access (informers, recovery, tests); caches follow the changes afterwards.
+  void mutate(const std::function<void(model::Cluster&)>& f);
+  // Shared access (debug views, metrics).
+  void read(const std::function<void(const model::Cluster&)>& f) const;
+
+  // The mix scoring uses now, and how many pods it was learned from.
+  WorkloadMix mix() const;
+  std::size_t observed() const;
+
+ private:
+  // Points the profiles' contexts at this Scheduler's mix and fragment cache.
+  std::shared_ptr<const LoadedPolicy> load(Policy policy) const;
+  // REQUIRES: write lock. Keeps the fragment cache current with the model's changes.
+  void follow_changes();
+  // REQUIRES: write lock. The mix changed: rebuild what depends on it.
+  void mix_changed();
+
+  const SchedulerOptions options_;
+  mutable std::shared_mutex mu_;  // the model, the mix and the fragment cache
+  model::Cluster cluster_;
+  WorkloadLearner learner_;
+  const WorkloadMix* mix_;  // learner_.mix() or options_.fixed_mix
+  FragmentCache fragments_;
+  std::atomic<std::uint64_t> mix_version_{1};
+  // UIDs already counted, oldest first, bounded (pods filtered and never bound fall out).
+  std::unordered_set<std::string> seen_;
+  std::deque<std::string> seen_order_;
+
+  mutable std::mutex policy_mu_;
+  std::shared_ptr<const LoadedPolicy> policy_;
+};
+
+}  // namespace gapless::placement
