@@ -43,8 +43,9 @@ const Profile* select_profile(const Policy& policy, const model::PodInfo& pod, s
 Policy builtin_policy() {
   Profile p;
   p.name = "default";
-  p.node = {{find_strategy("bundle"), 1.0}};
-  p.gpu = {{find_strategy("bundle"), 1.0}};
+  p.node = {{find_strategy("gapless"), 1.0}};
+  p.gpu = {{find_strategy("gapless"), 1.0}};
+  p.gpu_weight = 0;  // as policies/default.yaml's default profile
   return Policy{"built-in", {p}, "default"};
 }
 

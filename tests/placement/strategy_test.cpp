@@ -125,7 +125,8 @@ TEST_CASE("an empty selector matches nothing", "[placement][profile]") {
   CHECK_FALSE(pc.matches(pod));
 }
 
-TEST_CASE("the built-in policy is bundle at both levels", "[placement][profile]") {
+TEST_CASE("the built-in policy is gapless at both levels, as policies/default.yaml",
+          "[placement][profile]") {
   const Policy p = gapless::placement::builtin_policy();
   CHECK(p.source == "built-in");
   REQUIRE(p.profiles.size() == 1);
@@ -133,8 +134,10 @@ TEST_CASE("the built-in policy is bundle at both levels", "[placement][profile]"
   const Profile& d = p.profiles[0];
   REQUIRE(d.node.size() == 1);
   REQUIRE(d.gpu.size() == 1);
-  CHECK(d.node[0].strategy == find_strategy("bundle"));
-  CHECK(d.gpu[0].strategy == find_strategy("bundle"));
+  CHECK(d.node[0].strategy == find_strategy("gapless"));
+  CHECK(d.gpu[0].strategy == find_strategy("gapless"));
+  CHECK(d.gpu_weight == 0.0);
+  CHECK(d.topology_weight == 1.0);
   std::string error;
   CHECK(select_profile(p, PodInfo{}, &error) == &p.profiles[0]);
 }

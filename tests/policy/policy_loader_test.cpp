@@ -347,8 +347,9 @@ TEST_CASE("policies/default.yaml has the documented profiles", "[policy]") {
 
   const Profile* d = by_name(*r, "default");
   REQUIRE(d != nullptr);
-  CHECK(names(d->node) == std::vector<std::string>{"bundle"});
-  CHECK(names(d->gpu) == std::vector<std::string>{"bundle"});
+  CHECK(names(d->node) == std::vector<std::string>{"gapless"});
+  CHECK(names(d->gpu) == std::vector<std::string>{"gapless"});
+  CHECK(d->gpu_weight == 0.0);
   CHECK(d->topology_weight == 1.0);
   CHECK(d->select.empty());
 
@@ -360,6 +361,8 @@ TEST_CASE("policies/default.yaml has the documented profiles", "[policy]") {
 
   const Profile* tr = by_name(*r, "training");
   REQUIRE(tr != nullptr);
+  CHECK(names(tr->node) == std::vector<std::string>{"gapless"});
+  CHECK(tr->topology_weight == 2.0);
   CHECK_FALSE(tr->select.priority_classes.empty());
 }
 

@@ -54,7 +54,8 @@ struct Policy {
 // Returns nullptr and sets *error when the annotation names a profile the policy lacks.
 const Profile* select_profile(const Policy& policy, const model::PodInfo& pod, std::string* error);
 
-// The policy used when no --policy file is given: one profile "default", bundle at both levels.
+// The policy used when no --policy file is given: one profile "default", policies/default.yaml's
+// (gapless at both levels, GPU weight 0, topology weight 1).
 Policy builtin_policy();
 
 }  // namespace gapless::placement
