@@ -1,0 +1,120 @@
+// Discovery through the fake NVML: the annotation the agent builds for each fixture machine
+// parses (k8s::node_from_topology_annotation) into the node the matching topology fixture
+// describes, GPU by GPU and pair by pair; MIG layouts on the DGX A100 machine; bad libraries.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "fake_nvml.h"
+#include "gapless/agent/gpu_scan.h"
+#include "gapless/agent/topology_annotation.h"
+#include "temp_dir.h"
+
+namespace {
+
+using namespace gapless;
+
+std::string annotation_of(const std::string& fixture) {
+  auto lib = test::open_fake_nvml(fixture);
+  agent::GpuScanner scanner(*lib, nullptr);
+  auto gpus = scanner.scan();
+  REQUIRE(gpus.ok());
+  return agent::topology_annotation(*gpus);
+}
+
+}  // namespace
+
+TEST_CASE("the annotation of each fixture machine is its topology fixture") {
+  const std::string fixture =
+      GENERATE(as<std::string>{}, "dgx1-v100", "dgx-a100", "hgx-h100", "l4-8", "t4-4");
+  INFO(fixture);
+  const model::Node got = test::parse_annotation("n", annotation_of(fixture));
+  const model::Node want = test::parse_annotation("n", test::topology_fixture_text(fixture));
+  REQUIRE(got.gpus.size() == want.gpus.size());
+  for (std::size_t i = 0; i < got.gpus.size(); ++i) {
+    INFO("GPU " << i);
+    CHECK(got.gpus[i].index == want.gpus[i].index);
+    CHECK(got.gpus[i].uuid == want.gpus[i].uuid);
+    CHECK(got.gpus[i].model == want.gpus[i].model);
+    CHECK(got.gpus[i].memory_mib == want.gpus[i].memory_mib);
+    CHECK(got.gpus[i].numa == want.gpus[i].numa);
+    CHECK(got.gpus[i].healthy);
+  }
+  const int n = static_cast<int>(got.gpus.size());
+  for (int a = 0; a < n; ++a) {
+    for (int b = a + 1; b < n; ++b) {
+      INFO("pair " << a << "-" << b);
+      const model::Link g = got.links.get(a, b), w = want.links.get(a, b);
+      CHECK(g.is_nvlink() == w.is_nvlink());
+      CHECK(g.nvlink_count == w.nvlink_count);
+      if (!w.is_nvlink()) CHECK(g.path == w.path);
+      CHECK_FALSE(g.degraded);
+    }
+  }
+}
+
+TEST_CASE("the DGX-1 annotation spells GPUs and links in the contract's words") {
+  const nlohmann::json doc = nlohmann::json::parse(annotation_of("dgx1-v100"));
+  CHECK(doc["version"] == 1);
+  const nlohmann::json& g0 = doc["gpus"][0];
+  CHECK(g0["index"] == 0);
+  CHECK(g0["uuid"] == "GPU-3d825fe3-ff22-4caf-d9c3-4650a2460886");
+  CHECK(g0["model"] == "Tesla-V100-SXM2-32GB");  // NVML says "Tesla V100-SXM2-32GB"
+  CHECK(g0["memoryMiB"] == 32768);
+  CHECK(g0["numa"] == 0);
+  CHECK(g0["healthy"] == true);
+  CHECK_FALSE(g0.contains("mig"));  // V100 has no MIG
+  const nlohmann::json nv2 = {{"a", 0}, {"b", 3}, {"type", "NVLink"}, {"count", 2}};
+  const nlohmann::json nv1 = {{"a", 0}, {"b", 1}, {"type", "NVLink"}, {"count", 1}};
+  CHECK(std::count(doc["links"].begin(), doc["links"].end(), nv2) == 1);
+  CHECK(std::count(doc["links"].begin(), doc["links"].end(), nv1) == 1);
+  // 16 NVLink pairs; the 12 SYS pairs are left out, as the contract allows.
+  CHECK(doc["links"].size() == 16);
+}
+
+TEST_CASE("MIG mode and existing instances on the DGX A100 machine") {
+  const std::string text = annotation_of("dgx-a100");
+  const model::Node node = test::parse_annotation("n", text);
+  const auto& static_gpu = node.gpus[6].mig;
+  CHECK(static_gpu.enabled);
+  REQUIRE(static_gpu.instances.size() == 3);
+  CHECK(static_gpu.instances[0].profile == "3g.40gb");
+  CHECK(static_gpu.instances[0].start == 0);
+  CHECK(static_gpu.instances[1].profile == "2g.20gb");
+  CHECK(static_gpu.instances[1].start == 4);
+  CHECK(static_gpu.instances[2].profile == "1g.10gb");
+  CHECK(static_gpu.instances[2].start == 6);
+  CHECK(node.gpus[7].mig.reconfigurable());
+  CHECK_FALSE(node.gpus[0].mig.enabled);
+  const nlohmann::json doc = nlohmann::json::parse(text);
+  CHECK(doc["gpus"][0]["mig"] ==
+        nlohmann::json{{"enabled", false}, {"instances", nlohmann::json::array()}});
+}
+
+TEST_CASE("bus ids and model names are normalised") {
+  CHECK(agent::normalise_bus_id("00000000:0A:00.0") == "0:0a:00.0");
+  CHECK(agent::normalise_bus_id("0000:0a:00.0") == "0:0a:00.0");
+  CHECK(agent::model_name("NVIDIA H100 80GB HBM3") == "NVIDIA-H100-80GB-HBM3");
+  CHECK(agent::model_name("Tesla T4 ") == "Tesla-T4");
+}
+
+TEST_CASE("a library that cannot be used is an error with the reason, never a crash") {
+  test::TempDir dir;
+  SECTION("missing file") {
+    auto lib = agent::NvmlLibrary::open(dir.file("libnvidia-ml.so.1"));
+    REQUIRE_FALSE(lib.ok());
+    CHECK_THAT(lib.error(), Catch::Contains("cannot load"));
+  }
+  SECTION("not a shared library") {
+    auto lib = agent::NvmlLibrary::open(dir.write("libnvidia-ml.so.1", "not ELF"));
+    REQUIRE_FALSE(lib.ok());
+    CHECK_THAT(lib.error(), Catch::Contains("cannot load"));
+  }
+  SECTION("malformed fake config: nvmlInit_v2 fails") {
+    const std::string bad = GENERATE(as<std::string>{}, "{", "[]", R"({"gpus": [{"name": 1}]})",
+                                     R"({"gpus": [], "topology": [[0, 1, 10]]})");
+    test::configure_fake_nvml(dir.write("bad.json", bad));
+    auto lib = agent::NvmlLibrary::open(GAPLESS_FAKE_NVML);
+    REQUIRE_FALSE(lib.ok());
+    CHECK_THAT(lib.error(), Catch::Contains("nvmlInit_v2 failed"));
+  }
+}
