@@ -23,6 +23,7 @@ struct Options {
   std::string context;
   std::string listen = "127.0.0.1:9400";
   double poll_seconds = 30;
+  bool version = false;
 };
 
 std::atomic<bool> g_stop{false};
@@ -41,10 +42,19 @@ void add_flags(CLI::App& app, Options& o) {
   app.add_option("--kubeconfig", o.kubeconfig, "kubeconfig file (default: in-cluster config)");
   app.add_option("--context", o.context, "kubeconfig context (default: current-context)");
   app.add_option("--listen", o.listen, "HOST:PORT for /healthz and /metrics")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            const auto colon = v.rfind(':');
+            const bool ok = colon != std::string::npos && colon > 0 && colon + 1 < v.size() &&
+                            v.find_first_not_of("0123456789", colon + 1) == std::string::npos;
+            return ok ? std::string() : "must be HOST:PORT";
+          },
+          "HOST:PORT"))
       ->capture_default_str();
   app.add_option("--poll-interval", o.poll_seconds, "seconds between scans")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
+  app.add_flag("--version", o.version, "print the version and exit (after checking the flags)");
 }
 
 // --once --print: the annotation on stdout; without NVML a message and exit 0 (contract).
@@ -100,6 +110,10 @@ int main(int argc, char** argv) {
   Options o;
   add_flags(app, o);
   CLI11_PARSE(app, argc, argv);
+  if (o.version) {
+    std::cout << "gapless-agent " GAPLESS_VERSION << std::endl;
+    return 0;
+  }
   o.agent.poll_interval = std::chrono::milliseconds(static_cast<long long>(o.poll_seconds * 1000));
   if (o.print && !o.once) {
     log_line("--print needs --once");
