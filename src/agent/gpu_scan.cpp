@@ -1,6 +1,7 @@
 // GpuScanner: per-GPU reads (identity, memory, NUMA, MIG) and health. Pairs: pair_scan.cpp.
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 
 #include "gapless/agent/gpu_scan.h"

@@ -118,3 +118,75 @@ TEST_CASE("a library that cannot be used is an error with the reason, never a cr
     CHECK_THAT(lib.error(), Catch::Contains("nvmlInit_v2 failed"));
   }
 }
+
+namespace {
+
+// A one- or two-GPU machine written for one test.
+// `gpus`: a list, or one GPU ({x} of one object is that object in nlohmann's braces).
+std::string scan_machine(const test::TempDir& dir, const nlohmann::json& gpus) {
+  const nlohmann::json list = gpus.is_array() ? gpus : nlohmann::json::array({gpus});
+  test::configure_fake_nvml(dir.write("machine.json", nlohmann::json{{"gpus", list}}.dump()));
+  auto lib = agent::NvmlLibrary::open(GAPLESS_FAKE_NVML);
+  REQUIRE(lib.ok());
+  std::vector<std::string> errors;
+  agent::GpuScanner scanner(**lib, [&](const std::string& e) { errors.push_back(e); });
+  auto scanned = scanner.scan();
+  REQUIRE(scanned.ok());
+  return agent::topology_annotation(*scanned);
+}
+
+nlohmann::json a100(const std::string& bus, nlohmann::json mig) {
+  nlohmann::json g = {{"name", "NVIDIA A100-SXM4-80GB"},
+                      {"uuid", "GPU-" + bus},
+                      {"memoryMiB", 81920},
+                      {"busId", bus}};
+  if (!mig.is_null()) g["mig"] = std::move(mig);
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("GPUs the annotation cannot describe truthfully are published unhealthy") {
+  test::TempDir dir;
+  SECTION("a GPU lost before the first scan keeps its index, as an unknown, unhealthy GPU") {
+    nlohmann::json lost = a100("0:20:00.0", nullptr);
+    lost["lost"] = true;
+    const model::Node n =
+        test::parse_annotation("n", scan_machine(dir, {a100("0:10:00.0", nullptr), lost}));
+    REQUIRE(n.gpus.size() == 2);
+    CHECK(n.gpus[0].healthy);
+    CHECK_FALSE(n.gpus[1].healthy);
+    CHECK(n.gpus[1].model == "unknown");
+  }
+  SECTION("a MIG instance of a profile Gapless does not know") {
+    // Profile 5 has 8 compute slices: no A100 profile has; leaving it out would free its slices.
+    const nlohmann::json mig = {{"mode", 1},
+                                {"instances", {{{"profileId", 5}, {"start", 0}, {"size", 8}}}}};
+    const model::Node n = test::parse_annotation("n", scan_machine(dir, {a100("0:10:00.0", mig)}));
+    CHECK_FALSE(n.gpus[0].healthy);
+    CHECK(n.gpus[0].mig.enabled);
+    CHECK(n.gpus[0].mig.instances.empty());
+  }
+  SECTION("MIG switched on for a model Gapless knows no MIG profiles of") {
+    nlohmann::json t4 = {{"name", "Tesla T4"},
+                         {"uuid", "GPU-t4"},
+                         {"memoryMiB", 15360},
+                         {"busId", "0:10:00.0"},
+                         {"mig", {{"mode", 1}}}};
+    const std::string text = scan_machine(dir, {t4});
+    const model::Node n = test::parse_annotation("n", text);
+    CHECK_FALSE(n.gpus[0].healthy);
+    CHECK_FALSE(n.gpus[0].mig.enabled);
+  }
+  SECTION("1g.20gb and +me profiles get their names") {
+    const nlohmann::json mig = {{"mode", 1},
+                                {"instances",
+                                 {{{"profileId", 9}, {"start", 0}, {"size", 2}},
+                                  {{"profileId", 7}, {"start", 2}, {"size", 1}}}}};
+    const model::Node n = test::parse_annotation("n", scan_machine(dir, {a100("0:10:00.0", mig)}));
+    CHECK(n.gpus[0].healthy);
+    REQUIRE(n.gpus[0].mig.instances.size() == 2);
+    CHECK(n.gpus[0].mig.instances[0].profile == "1g.20gb");
+    CHECK(n.gpus[0].mig.instances[1].profile == "1g.10gb+me");
+  }
+}

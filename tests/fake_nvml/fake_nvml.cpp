@@ -8,7 +8,8 @@
 //              "mig": {"mode": 1, "instances": [{"profileId": 2, "start": 0, "size": 4}]}}],
 //    "topology": [[0, 5, 50], …],   // common-ancestor level per pair; unlisted pairs: 50 (SYS)
 //    "events": "/path/script"}      // optional; GAPLESS_FAKE_NVML_EVENTS wins
-// A GPU without "numa" answers NOT_SUPPORTED there, one without "mig" NOT_SUPPORTED for MIG.
+// A GPU without "numa" answers NOT_SUPPORTED there, one without "mig" NOT_SUPPORTED for MIG;
+// one with "lost": true answers GPU_IS_LOST from the start.
 // A missing or malformed file makes nvmlInit_v2 fail with NVML_ERROR_UNKNOWN.
 //
 // The events script is a text file tests append lines to; every call reads the new complete
@@ -94,6 +95,7 @@ nvmlDevice_st parse_gpu(const json& g, unsigned int index) {
   d.bus_id = g.at("busId").get<std::string>();
   d.memory_mib = g.at("memoryMiB").get<unsigned long long>();
   d.numa = g.contains("numa") ? g.at("numa").get<int>() : -1;
+  d.lost = g.value("lost", false);
   if (g.contains("nvlinks")) d.nvlinks = g.at("nvlinks").get<std::vector<std::string>>();
   if (d.nvlinks.size() > NVML_NVLINK_MAX_LINKS) throw std::runtime_error("too many nvlinks");
   if (g.contains("mig")) {
