@@ -14,7 +14,7 @@ std::string normalise_bus_id(const std::string& bus_id) {
   for (char& c : rest) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (colon == std::string::npos) return rest;
   const unsigned long domain = std::strtoul(bus_id.substr(0, colon).c_str(), nullptr, 16);
-  char head[16];
+  char head[24];  // "ffffffffffffffff:" at most
   std::snprintf(head, sizeof head, "%lx:", domain);
   return head + rest;
 }

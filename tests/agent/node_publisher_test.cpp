@@ -81,3 +81,23 @@ TEST_CASE("publishing for a node the API server does not have is an error") {
   CHECK_THAT(r.error(), Catch::Contains("404"));
   CHECK(api.count_requests("PATCH", "/api/v1/nodes") == 0);
 }
+
+TEST_CASE("the fake API server takes node merge patches only, and records them as changes") {
+  test::FakeApiServer api;
+  api.add_node(gpu_node("gpu-1"));
+  const std::string before = api.resource_version();
+  k8s::ApiClient client(api.client_config());
+  auto json_patch = client.call("PATCH", "/api/v1/nodes/gpu-1", R"([{"op":"remove"}])",
+                                "application/json-patch+json");
+  REQUIRE(json_patch.ok());
+  CHECK(json_patch->status == 415);
+  CHECK(api.resource_version() == before);
+  auto merge = client.call("PATCH", "/api/v1/nodes/gpu-1",
+                           R"({"metadata":{"annotations":{"keep":null,"new":"x"}}})",
+                           "application/merge-patch+json");
+  REQUIRE(merge.ok());
+  CHECK(merge->status == 200);
+  CHECK(api.resource_version() != before);
+  const json annotations = (*api.node("gpu-1"))["metadata"]["annotations"];
+  CHECK(annotations == json{{"new", "x"}});  // null deletes, as RFC 7386 says
+}
