@@ -172,6 +172,21 @@ TEST_CASE("an NVLink going down marks its pair degraded") {
   CHECK(node.links.get(0, 4).is_nvlink());
 }
 
+TEST_CASE("lanes into an NVSwitch going down degrade every pair of that GPU") {
+  Rig rig("hgx-h100");
+  REQUIRE(rig.a->tick().ok());
+  rig.script("linkdown 0 0");
+  REQUIRE(rig.a->tick().ok());
+  const model::Node node = test::parse_annotation("gpu-1", rig.published().dump());
+  for (int peer = 1; peer < 8; ++peer) {
+    INFO("pair 0-" << peer);
+    CHECK(node.links.get(0, peer).nvlink_count == 17);
+    CHECK(node.links.get(0, peer).degraded);
+  }
+  CHECK(node.links.get(1, 2).nvlink_count == 18);
+  CHECK_FALSE(node.links.get(1, 2).degraded);
+}
+
 TEST_CASE("without NVML the agent says so once and publishes nothing") {
   Rig rig("t4-4", 50ms, "/nonexistent/libnvidia-ml.so.1");
   {
@@ -234,4 +249,34 @@ TEST_CASE("gapless-agent --once --print prints the annotation, or explains why n
     CHECK(e.out.empty());
     CHECK_THAT(read_all(err), Catch::Contains("NVML not available"));
   }
+}
+
+TEST_CASE("gapless-agent --once publishes through a kubeconfig, and a second run writes nothing") {
+  test::TempDir dir;
+  test::FakeApiServer api("secret-token");
+  api.add_node({{"metadata", {{"name", "gpu-7"}}}});
+  const std::string kubeconfig = dir.write("kubeconfig", R"(apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: ")" + api.url() + R"("}}]
+users: [{name: u, user: {token: secret-token}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+)");
+  const std::string command =
+      "NODE_NAME=gpu-7 GAPLESS_FAKE_NVML_CONFIG=" + test::nvml_fixture("l4-8") +
+      " " GAPLESS_AGENT_BINARY " --once --kubeconfig " + kubeconfig + " --nvml-library " +
+      GAPLESS_FAKE_NVML " 2>" + dir.file("stderr");
+  CHECK(run_command(command).status == 0);
+  CHECK(api.count_requests("PATCH", "/api/v1/nodes/gpu-7") == 1);
+  const json stored = api.node("gpu-7").value();
+  const json* text =
+      k8s::field_path(stored, {"metadata", "annotations", agent::kTopologyAnnotation});
+  REQUIRE(text != nullptr);
+  const model::Node node = test::parse_annotation("gpu-7", text->get<std::string>());
+  CHECK(node.gpus.size() == 8);
+  CHECK(node.links.get(0, 1).path == model::PciePath::kPIX);
+
+  CHECK(run_command(command).status == 0);  // a restart on the same machine
+  CHECK(api.count_requests("PATCH", "/api/v1/nodes/gpu-7") == 1);
+  CHECK(api.count_requests("GET", "/api/v1/nodes/gpu-7") == 2);
 }
