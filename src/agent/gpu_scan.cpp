@@ -86,8 +86,9 @@ const model::MigProfile* profile_of(model::MigFamily family, unsigned int profil
 
 }  // namespace
 
-// MIG mode and the GPU instances that exist. An instance the model has no profile for makes
-// the GPU unhealthy rather than dropped: leaving it out would offer its slices to pods.
+// MIG mode and the GPU instances that exist. An instance the model has no profile for, or
+// instances that cannot be read (no permission: the MIG monitor capability is missing), make
+// the GPU unhealthy rather than dropped: leaving them out would offer their slices to pods.
 void GpuScanner::read_mig(nvmlDevice_t dev, GpuState* gpu) {
   const NvmlFunctions& f = nvml_.fn();
   gpu->mig_enabled = false;
@@ -105,9 +106,16 @@ void GpuScanner::read_mig(nvmlDevice_t dev, GpuState* gpu) {
     return;
   }
   gpu->mig_enabled = true;
+  int profiles_read = 0;
   for (unsigned int pid = 0; pid < NVML_GPU_INSTANCE_PROFILE_COUNT; ++pid) {
     nvmlGpuInstanceProfileInfo_t info{};
-    if (f.gi_profile_info(dev, pid, &info) != NVML_SUCCESS) continue;  // not on this GPU
+    const nvmlReturn_t r = f.gi_profile_info(dev, pid, &info);
+    if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_INVALID_ARGUMENT) continue;  // not here
+    if (failed(r, where + ": MIG profile " + std::to_string(pid))) {
+      gpu->healthy = false;
+      continue;
+    }
+    ++profiles_read;
     nvmlGpuInstance_t instances[8] = {};
     unsigned int count = 8;
     if (failed(f.gpu_instances(dev, info.id, instances, &count), where + ": GPU instances")) {
@@ -129,6 +137,11 @@ void GpuScanner::read_mig(nvmlDevice_t dev, GpuState* gpu) {
       }
       gpu->mig_instances.push_back({std::string(p->name), static_cast<int>(gi.placement.start)});
     }
+  }
+  // Without any profile the layout is unknown, and an empty list would read as "reconfigurable".
+  if (profiles_read == 0) {
+    if (on_error_) on_error_(where + ": MIG is on, but no GPU-instance profile could be read");
+    gpu->healthy = false;
   }
   std::sort(gpu->mig_instances.begin(), gpu->mig_instances.end(),
             [](const auto& x, const auto& y) { return x.start < y.start; });

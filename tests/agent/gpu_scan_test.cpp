@@ -167,6 +167,12 @@ TEST_CASE("GPUs the annotation cannot describe truthfully are published unhealth
     CHECK(n.gpus[0].mig.enabled);
     CHECK(n.gpus[0].mig.instances.empty());
   }
+  SECTION("MIG instances that cannot be read (no permission)") {
+    // An empty list would mean "reconfigurable": the scheduler would place slices anywhere.
+    const nlohmann::json mig = {{"mode", 1}, {"denied", true}};
+    const model::Node n = test::parse_annotation("n", scan_machine(dir, {a100("0:10:00.0", mig)}));
+    CHECK_FALSE(n.gpus[0].healthy);
+  }
   SECTION("MIG switched on for a model Gapless knows no MIG profiles of") {
     nlohmann::json t4 = {{"name", "Tesla T4"},
                          {"uuid", "GPU-t4"},

@@ -5,7 +5,8 @@
 //   {"gpus": [{"name": "Tesla V100-SXM2-32GB", "uuid": "GPU-…", "memoryMiB": 32768,
 //              "busId": "00000000:06:00.0", "numa": 0,
 //              "nvlinks": ["00000000:07:00.0", …],   // remote PCI bus id of link 0, 1, …
-//              "mig": {"mode": 1, "instances": [{"profileId": 2, "start": 0, "size": 4}]}}],
+//              "mig": {"mode": 1, "instances": [{"profileId": 2, "start": 0, "size": 4}],
+//                      "denied": false}}],   // true: MIG queries answer NO_PERMISSION
 //    "topology": [[0, 5, 50], …],   // common-ancestor level per pair; unlisted pairs: 50 (SYS)
 //    "events": "/path/script"}      // optional; GAPLESS_FAKE_NVML_EVENTS wins
 // A GPU without "numa" answers NOT_SUPPORTED there, one without "mig" NOT_SUPPORTED for MIG;
@@ -54,6 +55,7 @@ struct nvmlDevice_st {
   std::vector<std::string> nvlinks;
   std::set<unsigned int> links_down;
   bool has_mig = false;
+  bool mig_denied = false;  // "denied": true: profile and instance queries answer NO_PERMISSION
   unsigned int mig_mode = 0;
   std::deque<nvmlGpuInstance_st> instances;
   bool lost = false;
@@ -102,6 +104,7 @@ nvmlDevice_st parse_gpu(const json& g, unsigned int index) {
     d.has_mig = true;
     const json& mig = g.at("mig");
     d.mig_mode = mig.value("mode", 0u);
+    d.mig_denied = mig.value("denied", false);
     unsigned int id = 1;
     for (const json& i : mig.value("instances", json::array())) {
       nvmlGpuInstance_st inst;
@@ -324,6 +327,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(
   DEVICE_CALL;
   if (!device->has_mig) return NVML_ERROR_NOT_SUPPORTED;
   if (profile >= NVML_GPU_INSTANCE_PROFILE_COUNT) return NVML_ERROR_INVALID_ARGUMENT;
+  if (device->mig_denied) return NVML_ERROR_NO_PERMISSION;
   *info = nvmlGpuInstanceProfileInfo_t{};
   info->id = profile;
   info->sliceCount = kSliceCount[profile];
@@ -338,6 +342,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device,
   DEVICE_CALL;
   if (!device->has_mig) return NVML_ERROR_NOT_SUPPORTED;
   if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (device->mig_denied) return NVML_ERROR_NO_PERMISSION;
   unsigned int found = 0;
   for (auto& inst : device->instances) {
     if (inst.profile_id != profile_id) continue;
