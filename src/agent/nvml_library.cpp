@@ -28,6 +28,7 @@ const char* resolve_all(void* h, NvmlFunctions* f) {
   resolve(h, "nvmlDeviceGetNumaNodeId", &f->numa_node);
   resolve(h, "nvmlDeviceGetNvLinkState", &f->nvlink_state);
   resolve(h, "nvmlDeviceGetNvLinkRemotePciInfo_v2", &f->nvlink_remote_pci);
+  resolve(h, "nvmlDeviceGetNvLinkRemoteDeviceType", &f->nvlink_remote_type);
   resolve(h, "nvmlDeviceGetMigMode", &f->mig_mode);
   resolve(h, "nvmlDeviceGetGpuInstanceProfileInfo", &f->gi_profile_info);
   resolve(h, "nvmlDeviceGetGpuInstances", &f->gpu_instances);

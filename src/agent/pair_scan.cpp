@@ -25,9 +25,9 @@ model::PciePath path_of(nvmlGpuTopologyLevel_t level) {
 
 }  // namespace
 
-std::map<std::string, int> GpuScanner::read_lanes(nvmlDevice_t dev) {
+GpuScanner::Lanes GpuScanner::read_lanes(nvmlDevice_t dev) {
   const NvmlFunctions& f = nvml_.fn();
-  std::map<std::string, int> lanes;
+  Lanes lanes;
   if (f.nvlink_state == nullptr || f.nvlink_remote_pci == nullptr) return lanes;
   for (unsigned int link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
     nvmlEnableState_t active = NVML_FEATURE_DISABLED;
@@ -37,12 +37,18 @@ std::map<std::string, int> GpuScanner::read_lanes(nvmlDevice_t dev) {
     if (failed(r, "NVLink " + std::to_string(link) + " state") || active != NVML_FEATURE_ENABLED) {
       continue;
     }
+    nvmlIntNvLinkDeviceType_t type = NVML_NVLINK_DEVICE_TYPE_UNKNOWN;
+    if (f.nvlink_remote_type != nullptr && f.nvlink_remote_type(dev, link, &type) == NVML_SUCCESS &&
+        type == NVML_NVLINK_DEVICE_TYPE_SWITCH) {
+      ++lanes.switch_ports;
+      continue;
+    }
     nvmlPciInfo_t remote{};
     if (failed(f.nvlink_remote_pci(dev, link, &remote),
                "NVLink " + std::to_string(link) + " peer")) {
       continue;
     }
-    ++lanes[normalise_bus_id(remote.busId)];
+    ++lanes.by_bus[normalise_bus_id(remote.busId)];
   }
   return lanes;
 }
@@ -59,7 +65,9 @@ std::vector<GpuPair> GpuScanner::read_pairs(const std::vector<nvmlDevice_t>& dev
   std::vector<int> switch_ports(n, 0);
   for (int i = 0; i < n; ++i) {
     if (devs[i] == nullptr) continue;
-    for (const auto& [bus, count] : read_lanes(devs[i])) {
+    const Lanes lanes = read_lanes(devs[i]);
+    switch_ports[i] = lanes.switch_ports;
+    for (const auto& [bus, count] : lanes.by_bus) {
       auto peer = gpu_at_bus.find(bus);
       if (peer == gpu_at_bus.end()) {
         switch_ports[i] += count;

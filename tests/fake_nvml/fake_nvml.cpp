@@ -4,7 +4,8 @@
 // nvmlInit_v2 reads the JSON file named by GAPLESS_FAKE_NVML_CONFIG (tests/fixtures/nvml/):
 //   {"gpus": [{"name": "Tesla V100-SXM2-32GB", "uuid": "GPU-…", "memoryMiB": 32768,
 //              "busId": "00000000:06:00.0", "numa": 0,
-//              "nvlinks": ["00000000:07:00.0", …],   // remote PCI bus id of link 0, 1, …
+//              "nvlinks": ["00000000:07:00.0", …],   // remote PCI bus id of link 0, 1, …,
+//                                  // or "switch": an NVSwitch port without remote PCI info
 //              "mig": {"mode": 1, "instances": [{"profileId": 2, "start": 0, "size": 4}],
 //                      "denied": false}}],   // true: MIG queries answer NO_PERMISSION
 //    "topology": [[0, 5, 50], …],   // common-ancestor level per pair; unlisted pairs: 50 (SYS)
@@ -308,9 +309,25 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d
                                                                   nvmlPciInfo_t* pci) {
   DEVICE_CALL;
   if (link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
-  if (link >= device->nvlinks.size()) return NVML_ERROR_NOT_SUPPORTED;
+  if (link >= device->nvlinks.size() || device->nvlinks[link] == "switch") {
+    return NVML_ERROR_NOT_SUPPORTED;
+  }
   *pci = nvmlPciInfo_t{};
   copy_string(device->nvlinks[link], pci->busId, sizeof pci->busId);
+  return NVML_SUCCESS;
+}
+
+// A link to a GPU's bus id ends in a GPU; anything else ends in a switch.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device,
+                                                                  unsigned int link,
+                                                                  nvmlIntNvLinkDeviceType_t* type) {
+  DEVICE_CALL;
+  if (link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
+  if (link >= device->nvlinks.size()) return NVML_ERROR_NOT_SUPPORTED;
+  *type = NVML_NVLINK_DEVICE_TYPE_SWITCH;
+  for (const nvmlDevice_st& d : machine.gpus) {
+    if (d.bus_id == device->nvlinks[link]) *type = NVML_NVLINK_DEVICE_TYPE_GPU;
+  }
   return NVML_SUCCESS;
 }
 
@@ -419,6 +436,8 @@ static_assert(std::is_same_v<decltype(&nvmlDeviceGetTopologyCommonAncestor),
                              nvmlDeviceGetTopologyCommonAncestor_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetNvLinkRemotePciInfo_v2),
                              nvmlDeviceGetNvLinkRemotePciInfo_v2_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetNvLinkRemoteDeviceType),
+                             nvmlDeviceGetNvLinkRemoteDeviceType_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetGpuInstanceProfileInfo),
                              nvmlDeviceGetGpuInstanceProfileInfo_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetGpuInstances), nvmlDeviceGetGpuInstances_fn>);

@@ -61,9 +61,10 @@ class GpuScanner {
   // Reads every GPU and pair. Errors only when the GPU count cannot be read. A GPU whose calls
   // fail (GPU_IS_LOST, ...) is kept with what the last scan knew and healthy = false; one never
   // read is reported as model "unknown", 1 MiB, unhealthy, so indices stay dense.
-  // NVLink lanes: a lane whose remote bus id is another GPU's counts for that pair; lanes to
-  // any other device are NVSwitch ports, and two GPUs with switch ports reach each other over
-  // min(ports of a, ports of b) lanes (all switches of a node form one fabric on DGX/HGX).
+  // NVLink lanes: a lane whose remote bus id is another GPU's counts for that pair; lanes the
+  // driver says end in a switch, or whose far end is no GPU of this node, are NVSwitch ports,
+  // and two GPUs with switch ports reach each other over min(ports of a, ports of b) lanes
+  // (all switches of a node form one fabric on DGX/HGX).
   Result<NodeGpus> scan();
 
   // Marks GPU `index` unhealthy until the agent restarts (a critical XID: the GPU needs a
@@ -75,8 +76,12 @@ class GpuScanner {
   void read_mig(nvmlDevice_t dev, GpuState* gpu);
   std::vector<GpuPair> read_pairs(const std::vector<nvmlDevice_t>& devs,
                                   const std::vector<GpuState>& gpus);
-  // Active lanes per remote bus id of one GPU.
-  std::map<std::string, int> read_lanes(nvmlDevice_t dev);
+  // One GPU's active lanes: per remote bus id, and into NVSwitch ports.
+  struct Lanes {
+    std::map<std::string, int> by_bus;
+    int switch_ports = 0;
+  };
+  Lanes read_lanes(nvmlDevice_t dev);
   bool failed(nvmlReturn_t r, const std::string& what);
 
   const NvmlLibrary& nvml_;

@@ -37,6 +37,16 @@ typedef enum nvmlEnableState_enum {
   NVML_FEATURE_ENABLED = 1
 } nvmlEnableState_t;
 
+// nvmlDeviceGetNvLinkRemoteDeviceType: what sits at the far end of a link. On NVSwitch systems
+// whose switches are not PCI functions of the host, a switch port has no remote PCI info, and
+// only this tells it from a dead end.
+typedef enum nvmlIntNvLinkDeviceType_enum {
+  NVML_NVLINK_DEVICE_TYPE_GPU = 0x00,
+  NVML_NVLINK_DEVICE_TYPE_IBMNPU = 0x01,
+  NVML_NVLINK_DEVICE_TYPE_SWITCH = 0x02,
+  NVML_NVLINK_DEVICE_TYPE_UNKNOWN = 0xFF,
+} nvmlIntNvLinkDeviceType_t;
+
 // nvmlDeviceGetTopologyCommonAncestor: the closest common point of two GPUs on the PCIe tree.
 // They map onto `nvidia-smi topo -m` words: SINGLE=PIX, MULTIPLE=PXB, HOSTBRIDGE=PHB,
 // NODE=NODE, SYSTEM=SYS (INTERNAL: two GPUs on one board, reported as PIX).
@@ -144,6 +154,9 @@ typedef nvmlReturn_t (*nvmlDeviceGetNvLinkState_fn)(nvmlDevice_t device, unsigne
 typedef nvmlReturn_t (*nvmlDeviceGetNvLinkRemotePciInfo_v2_fn)(nvmlDevice_t device,
                                                                unsigned int link,
                                                                nvmlPciInfo_t* pci);
+typedef nvmlReturn_t (*nvmlDeviceGetNvLinkRemoteDeviceType_fn)(nvmlDevice_t device,
+                                                               unsigned int link,
+                                                               nvmlIntNvLinkDeviceType_t* type);
 typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t device, unsigned int* current_mode,
                                                 unsigned int* pending_mode);
 typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceProfileInfo_fn)(nvmlDevice_t device,

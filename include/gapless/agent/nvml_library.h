@@ -35,6 +35,7 @@ struct NvmlFunctions {
   nvmlDeviceGetNumaNodeId_fn numa_node = nullptr;
   nvmlDeviceGetNvLinkState_fn nvlink_state = nullptr;
   nvmlDeviceGetNvLinkRemotePciInfo_v2_fn nvlink_remote_pci = nullptr;
+  nvmlDeviceGetNvLinkRemoteDeviceType_fn nvlink_remote_type = nullptr;
   nvmlDeviceGetMigMode_fn mig_mode = nullptr;
   nvmlDeviceGetGpuInstanceProfileInfo_fn gi_profile_info = nullptr;
   nvmlDeviceGetGpuInstances_fn gpu_instances = nullptr;
