@@ -84,6 +84,12 @@ const model::MigProfile* profile_of(model::MigFamily family, unsigned int profil
   return nullptr;
 }
 
+// Profile ids to ask about. Drivers newer than nvml_api.h add ids past
+// NVML_GPU_INSTANCE_PROFILE_COUNT; an instance of one of those must still be seen (its
+// slices are taken), so ids are probed beyond the documented ones: unknown ids answer
+// INVALID_ARGUMENT or NOT_SUPPORTED, and instances of them are named by their geometry.
+constexpr unsigned int kProbedProfiles = 32;
+
 }  // namespace
 
 // MIG mode and the GPU instances that exist. An instance the model has no profile for, or
@@ -107,7 +113,7 @@ void GpuScanner::read_mig(nvmlDevice_t dev, GpuState* gpu) {
   }
   gpu->mig_enabled = true;
   int profiles_read = 0;
-  for (unsigned int pid = 0; pid < NVML_GPU_INSTANCE_PROFILE_COUNT; ++pid) {
+  for (unsigned int pid = 0; pid < kProbedProfiles; ++pid) {
     nvmlGpuInstanceProfileInfo_t info{};
     const nvmlReturn_t r = f.gi_profile_info(dev, pid, &info);
     if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_INVALID_ARGUMENT) continue;  // not here
