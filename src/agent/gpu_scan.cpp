@@ -122,27 +122,7 @@ void GpuScanner::read_mig(nvmlDevice_t dev, GpuState* gpu) {
       continue;
     }
     ++profiles_read;
-    nvmlGpuInstance_t instances[8] = {};
-    unsigned int count = 8;
-    if (failed(f.gpu_instances(dev, info.id, instances, &count), where + ": GPU instances")) {
-      gpu->healthy = false;
-      continue;
-    }
-    for (unsigned int i = 0; i < count && i < 8; ++i) {
-      nvmlGpuInstanceInfo_t gi{};
-      if (failed(f.gpu_instance_info(instances[i], &gi), where + ": GPU instance info")) {
-        gpu->healthy = false;
-        continue;
-      }
-      const model::MigProfile* p = profile_of(family, pid, info.sliceCount, gi.placement.size);
-      if (p == nullptr) {
-        if (on_error_)
-          on_error_(where + ": a MIG instance of unknown profile " + std::to_string(pid));
-        gpu->healthy = false;
-        continue;
-      }
-      gpu->mig_instances.push_back({std::string(p->name), static_cast<int>(gi.placement.start)});
-    }
+    read_instances(dev, pid, info, family, gpu);
   }
   // Without any profile the layout is unknown, and an empty list would read as "reconfigurable".
   if (profiles_read == 0) {
@@ -151,6 +131,40 @@ void GpuScanner::read_mig(nvmlDevice_t dev, GpuState* gpu) {
   }
   std::sort(gpu->mig_instances.begin(), gpu->mig_instances.end(),
             [](const auto& x, const auto& y) { return x.start < y.start; });
+}
+
+// The existing instances of one profile. An instance that the model cannot name or that sits
+// at a start its profile does not allow (the scheduler would reject the whole annotation) is
+// left out, and the GPU marked unhealthy so no pod is placed on the slices it holds.
+void GpuScanner::read_instances(nvmlDevice_t dev, unsigned int pid,
+                                const nvmlGpuInstanceProfileInfo_t& info, model::MigFamily family,
+                                GpuState* gpu) {
+  const NvmlFunctions& f = nvml_.fn();
+  const std::string where = "GPU " + std::to_string(gpu->index);
+  nvmlGpuInstance_t instances[8] = {};
+  unsigned int count = 8;
+  if (failed(f.gpu_instances(dev, info.id, instances, &count), where + ": GPU instances")) {
+    gpu->healthy = false;
+    return;
+  }
+  for (unsigned int i = 0; i < count && i < 8; ++i) {
+    nvmlGpuInstanceInfo_t gi{};
+    if (failed(f.gpu_instance_info(instances[i], &gi), where + ": GPU instance info")) {
+      gpu->healthy = false;
+      continue;
+    }
+    const model::MigProfile* p = profile_of(family, pid, info.sliceCount, gi.placement.size);
+    const int start = static_cast<int>(gi.placement.start);
+    if (p == nullptr || std::find(p->starts.begin(), p->starts.end(), start) == p->starts.end()) {
+      if (on_error_) {
+        on_error_(where + ": a MIG instance of profile id " + std::to_string(pid) + " at slice " +
+                  std::to_string(start) + " that Gapless cannot describe");
+      }
+      gpu->healthy = false;
+      continue;
+    }
+    gpu->mig_instances.push_back({std::string(p->name), start});
+  }
 }
 
 Result<NodeGpus> GpuScanner::scan() {

@@ -167,6 +167,14 @@ TEST_CASE("GPUs the annotation cannot describe truthfully are published unhealth
     CHECK(n.gpus[0].mig.enabled);
     CHECK(n.gpus[0].mig.instances.empty());
   }
+  SECTION("a MIG instance at a start its profile does not allow") {
+    // 3g.40gb may start at 0 or 4 only; written as is, the scheduler would reject the node.
+    const nlohmann::json mig = {{"mode", 1},
+                                {"instances", {{{"profileId", 2}, {"start", 2}, {"size", 4}}}}};
+    const model::Node n = test::parse_annotation("n", scan_machine(dir, {a100("0:10:00.0", mig)}));
+    CHECK_FALSE(n.gpus[0].healthy);
+    CHECK(n.gpus[0].mig.instances.empty());
+  }
   SECTION("MIG instances that cannot be read (no permission)") {
     // An empty list would mean "reconfigurable": the scheduler would place slices anywhere.
     const nlohmann::json mig = {{"mode", 1}, {"denied", true}};

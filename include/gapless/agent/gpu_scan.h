@@ -74,6 +74,9 @@ class GpuScanner {
  private:
   bool read_gpu(int index, GpuState* out, nvmlDevice_t* handle);
   void read_mig(nvmlDevice_t dev, GpuState* gpu);
+  void read_instances(nvmlDevice_t dev, unsigned int profile_id,
+                      const nvmlGpuInstanceProfileInfo_t& info, model::MigFamily family,
+                      GpuState* gpu);
   std::vector<GpuPair> read_pairs(const std::vector<nvmlDevice_t>& devs,
                                   const std::vector<GpuState>& gpus);
   // One GPU's active lanes: per remote bus id, and into NVSwitch ports.
