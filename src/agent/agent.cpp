@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "gapless/agent/topology_annotation.h"
+#include "gapless/k8s/node_inventory.h"
 
 namespace gapless::agent {
 
@@ -60,6 +61,11 @@ Result<std::string> Agent::tick() {
                                                        [](const auto& g) { return !g.healthy; }));
   metrics_.set_gpus(static_cast<int>(gpus->gpus.size()), unhealthy);
   std::string text = topology_annotation(*gpus);
+  // The scheduler rejects a malformed annotation as a whole; never publish one (the scan is
+  // built to avoid it, this is the guarantee). The Node keeps its previous value.
+  if (auto parsed = k8s::node_from_topology_annotation(options_.node_label, text); !parsed.ok()) {
+    return Error{"not publishing an annotation the scheduler would reject: " + parsed.error()};
+  }
   if (publisher_ == nullptr) return text;
   auto sent = publisher_->publish(text);
   if (!sent.ok())

@@ -56,10 +56,15 @@ bool GpuScanner::read_gpu(int index, GpuState* out, nvmlDevice_t* handle) {
   out->uuid = uuid;
   out->model = model_name(name);
   out->memory_mib = static_cast<std::int64_t>(memory.total >> 20);
+  if (out->memory_mib <= 0) {  // the annotation needs a positive size; such a GPU is not usable
+    out->memory_mib = 1;
+    out->healthy = false;
+  }
   out->bus_id = normalise_bus_id(pci.busId);
   unsigned int numa = 0;
   out->numa = -1;
-  if (f.numa_node != nullptr && f.numa_node(dev, &numa) == NVML_SUCCESS) {
+  // Past 2^31 (e.g. 0xffffffff for "none") it reads as unknown.
+  if (f.numa_node != nullptr && f.numa_node(dev, &numa) == NVML_SUCCESS && numa < (1u << 20)) {
     out->numa = static_cast<int>(numa);
   }
   read_mig(dev, out);

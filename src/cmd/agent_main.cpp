@@ -132,5 +132,6 @@ int main(int argc, char** argv) {
     log_line("no node name: set --node-name or NODE_NAME (the downward API's spec.nodeName)");
     return 2;
   }
+  o.agent.node_label = o.node_name;
   return publish(o);
 }

@@ -187,6 +187,24 @@ TEST_CASE("lanes into an NVSwitch going down degrade every pair of that GPU") {
   CHECK_FALSE(node.links.get(1, 2).degraded);
 }
 
+TEST_CASE("an annotation the scheduler would reject is never published") {
+  Rig rig("t4-4");
+  // Two 3g.40gb instances both at slice 0: a driver never reports this, the parser rejects it.
+  const json instance = {{"profileId", 2}, {"start", 0}, {"size", 4}};
+  const json machine = {{"gpus",
+                         {{{"name", "NVIDIA A100-SXM4-80GB"},
+                           {"uuid", "GPU-a"},
+                           {"memoryMiB", 81920},
+                           {"busId", "0:10:00.0"},
+                           {"mig", {{"mode", 1}, {"instances", {instance, instance}}}}}}}};
+  test::configure_fake_nvml(rig.dir.write("machine.json", machine.dump()), rig.events);
+  auto t = rig.a->tick();  // NVML is loaded here, from the machine above
+  REQUIRE_FALSE(t.ok());
+  CHECK_THAT(t.error(), Catch::Contains("would reject"));
+  CHECK_THAT(t.error(), Catch::Contains("overlaps"));
+  CHECK(rig.api.requests().empty());
+}
+
 TEST_CASE("without NVML the agent says so once and publishes nothing") {
   Rig rig("t4-4", 50ms, "/nonexistent/libnvidia-ml.so.1");
   {

@@ -29,6 +29,7 @@ namespace gapless::agent {
 struct AgentOptions {
   std::string nvml_library = kDefaultNvmlLibrary;
   std::chrono::milliseconds poll_interval = std::chrono::seconds(30);
+  std::string node_label = "this node";  // names the node in messages
 };
 
 using LogSink = std::function<void(const std::string& line)>;
@@ -46,7 +47,8 @@ class Agent {
   const std::string& nvml_absent_reason() const { return absent_reason_; }
 
   // One scan, then (with a publisher) a publish when the text changed. Returns the annotation.
-  // Errors: NVML not loaded, the GPU count unreadable, or the publish failed.
+  // Errors: NVML not loaded, the GPU count unreadable, an annotation that
+  // k8s::node_from_topology_annotation would reject (never published), or the publish failed.
   Result<std::string> tick();
 
   // Ticks every poll interval until `stop`; a critical XID marks its GPU unhealthy and ticks
