@@ -1,4 +1,5 @@
-# gapless-extender container image.
+# gapless-extender container image; it also carries gapless-agent, the node agent that
+# manifests/agent-daemonset.yaml runs with `command: [/usr/local/bin/gapless-agent]`.
 #
 #   docker build -t ghcr.io/gapless/gapless-extender:0.1.0 .
 #   docker run --rm -p 8888:8888 ghcr.io/gapless/gapless-extender:0.1.0   # serves the demo cluster
@@ -15,9 +16,10 @@ COPY scripts/deps.sh /src/scripts/deps.sh
 RUN /src/scripts/deps.sh && rm -rf /var/lib/apt/lists/*
 COPY . /src
 RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release \
- && cmake --build /build -j"${JOBS}" --target gapless-extender \
- && strip /build/gapless-extender \
+ && cmake --build /build -j"${JOBS}" --target gapless-extender gapless-agent \
+ && strip /build/gapless-extender /build/gapless-agent \
  && /build/gapless-extender --version \
+ && /build/gapless-agent --version \
  && /build/gapless-extender --check-policy /src/policies/default.yaml
 
 # ---- runtime -----------------------------------------------------------------------------------
@@ -38,10 +40,14 @@ RUN apt-get update \
  && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin nonroot
 COPY --from=build /build/gapless-extender /usr/local/bin/gapless-extender
+# The node agent dlopen()s libnvidia-ml.so.1 at run time; the NVIDIA container runtime mounts it
+# into the agent's container (manifests/agent-daemonset.yaml), so the image carries no driver.
+COPY --from=build /build/gapless-agent /usr/local/bin/gapless-agent
 # The shipped example policies, e.g. for `--check-policy /usr/share/gapless/policies/default.yaml`.
 COPY policies/ /usr/share/gapless/policies/
 # Fails the image build if a shared library is missing.
 RUN ["/usr/local/bin/gapless-extender", "--version"]
+RUN ["/usr/local/bin/gapless-agent", "--version"]
 # Numeric user, so the kubelet can verify runAsNonRoot; matches manifests/deployment.yaml.
 USER 65532:65532
 EXPOSE 8888

@@ -3,11 +3,12 @@
 #   - manifests/policy.yaml is byte-for-byte policies/default.yaml (kustomize can only read files
 #     under manifests/, so the policy is a copy that must never drift);
 #   - with a gapless-extender binary as $1: the policy passes --check-policy, and the binary accepts
-#     the arguments the Deployment passes it;
+#     the arguments the Deployment passes it; gapless-agent beside it accepts the DaemonSet's;
 #   - `kubectl kustomize manifests/` builds and holds the expected objects, and the generated
 #     KubeSchedulerConfiguration has nodeCacheCapable, the bind verb and percentageOfNodesToScore 100;
 #   - with python3 + PyYAML: the objects fit together (ConfigMap names, mounts, lease, probes,
-#     security context, Service selector, RBAC subjects).
+#     security context, Service selector, RBAC subjects; the agent DaemonSet's identity, RBAC,
+#     NODE_NAME and tolerations).
 # Usage: tests/manifests/kustomize_test.sh [path/to/gapless-extender]
 # Exit: 0 pass, 1 failure, 77 kubectl missing (ctest SKIP_RETURN_CODE) after the other checks pass.
 set -euo pipefail
@@ -55,13 +56,14 @@ expect_kind() {  # kind, minimum count, maximum count
   if [ "$n" -ge "$2" ] && [ "$n" -le "$3" ]; then ok "$n x $1"; else bad "$n x $1, want $2..$3"; fi
 }
 expect_kind Namespace 1 1
-expect_kind ServiceAccount 1 1
+expect_kind ServiceAccount 2 2
 expect_kind ClusterRole 1 9
 expect_kind ClusterRoleBinding 1 9
 expect_kind Role 1 9
 expect_kind RoleBinding 1 9
 expect_kind ConfigMap 2 2
 expect_kind Deployment 1 1
+expect_kind DaemonSet 1 1
 expect_kind Service 1 1
 
 # The scheduler configuration, as text inside its ConfigMap (indented under data).
@@ -72,9 +74,9 @@ done
 
 # 4. Structure, when python3 with PyYAML is there.
 if command -v python3 >/dev/null 2>&1 && python3 -c 'import yaml' 2>/dev/null; then
-  python3 - "$tmp/out.yaml" "$root" "$tmp/extender-args" <<'PY' || fail=1
+  python3 - "$tmp/out.yaml" "$root" "$tmp/extender-args" "$tmp/agent-args" <<'PY' || fail=1
 import sys, yaml
-out, root, args_file = sys.argv[1], sys.argv[2], sys.argv[3]
+out, root, args_file, agent_args_file = sys.argv[1:5]
 docs = [d for d in yaml.safe_load_all(open(out)) if d]
 errors = []
 def check(cond, what):
@@ -143,7 +145,10 @@ check(lease_ok, "a Role bound to the ServiceAccount allows get/update on the lea
 crb = {b["roleRef"]["name"] for b in bound_roles("ClusterRoleBinding")}
 for role in ("system:kube-scheduler", "system:volume-scheduler", "gapless-extender"):
     check(role in crb, f"ServiceAccount bound to ClusterRole {role}")
+AGENT_SA = {"kind": "ServiceAccount", "name": "gapless-node-agent", "namespace": NS}
 for b in objs("ClusterRoleBinding") + objs("RoleBinding"):
+    if b.get("subjects") == [AGENT_SA]:
+        continue  # the node agent's, checked below
     check(b.get("subjects") == [SA], f"{b['kind']} {b['metadata']['name']} binds only the ServiceAccount")
 rules = one("ClusterRole", "gapless-extender").get("rules", [])
 def allowed(group, res, verb):
@@ -225,6 +230,33 @@ check(len(sp) == 1 and sp[0].get("name") == "http-metrics" and sp[0].get("port")
       and ports.get(sp[0].get("targetPort"), sp[0].get("targetPort")) == 8888, "Service port http-metrics -> 8888")
 check(svc.get("metadata", {}).get("annotations", {}).get("prometheus.io/scrape") == "true", "prometheus scrape annotation")
 
+# The node agent: its own identity, allowed to get and patch Nodes and nothing else.
+one("ServiceAccount", "gapless-node-agent")
+agent_roles = [b["roleRef"]["name"] for b in objs("ClusterRoleBinding") + objs("RoleBinding")
+               if AGENT_SA in b.get("subjects", [])]
+check(agent_roles == ["gapless-node-agent"], "the agent's ServiceAccount is bound to gapless-node-agent only")
+check(one("ClusterRole", "gapless-node-agent").get("rules") ==
+      [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}], "gapless-node-agent: nodes get/patch only")
+ds = one("DaemonSet", "gapless-agent")
+dpod = ds.get("spec", {}).get("template", {}).get("spec", {})
+check(dpod.get("serviceAccountName") == "gapless-node-agent", "DaemonSet runs as gapless-node-agent")
+check(not any("hostPath" in v for v in dpod.get("volumes", [])), "DaemonSet mounts no hostPath")
+check(any(t.get("key") == "nvidia.com/gpu" and t.get("operator") == "Exists" for t in dpod.get("tolerations", [])),
+      "DaemonSet tolerates nvidia.com/gpu taints")
+check(dpod.get("securityContext", {}).get("runAsNonRoot") is True, "agent runs as non-root")
+ac = (dpod.get("containers") or [{}])[0]
+check(ac.get("command") == ["/usr/local/bin/gapless-agent"], "agent container runs gapless-agent")
+env = {e["name"]: e for e in ac.get("env", [])}
+check(env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "spec.nodeName",
+      "NODE_NAME comes from the downward API's spec.nodeName")
+check("nvidia.com/gpu" not in ac.get("resources", {}).get("limits", {}), "the agent takes no GPU")
+aports = {p.get("name"): p["containerPort"] for p in ac.get("ports", [])}
+lp = ac.get("livenessProbe", {}).get("httpGet", {})
+check(lp.get("path") == "/healthz" and aports.get(lp.get("port"), lp.get("port")) == 9400, "agent livenessProbe /healthz on 9400")
+check("--listen=0.0.0.0:9400" in ac.get("args", []), "agent listens on 0.0.0.0:9400")
+with open(agent_args_file, "w") as f:
+    f.write("\n".join(ac.get("args", [])) + "\n")
+
 sys.exit(1 if errors else 0)
 PY
 fi
@@ -236,6 +268,16 @@ if [ -n "$bin" ] && [ -s "$tmp/extender-args" ]; then
     ok "gapless-extender accepts the Deployment's arguments: ${args[*]}"
   else
     bad "gapless-extender rejects the Deployment's arguments ${args[*]}: $out"
+  fi
+fi
+
+agent_bin="$(dirname "${bin:-.}")/gapless-agent"
+if [ -n "$bin" ] && [ -x "$agent_bin" ] && [ -s "$tmp/agent-args" ]; then
+  mapfile -t args <"$tmp/agent-args"
+  if out="$("$agent_bin" "${args[@]}" --version 2>&1)"; then
+    ok "gapless-agent accepts the DaemonSet's arguments: ${args[*]}"
+  else
+    bad "gapless-agent rejects the DaemonSet's arguments ${args[*]}: $out"
   fi
 fi
 

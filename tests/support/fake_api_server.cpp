@@ -71,6 +71,8 @@ FakeApiServer::FakeApiServer(std::string token)
                     failure_status(404, "pods \"" + name + "\" not found",
                                    {{"name", name}, {"kind", "pods"}}));
         }));
+  s.Patch(R"(/api/v1/nodes/([^/]+))",
+          guarded([this](const auto& req, auto& res) { handle_node_patch(req, res); }));
   s.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)",
          guarded([this](const auto& req, auto& res) { handle_binding(req, res); }));
   s.Post(R"(/api/v1/namespaces/([^/]+)/events)",

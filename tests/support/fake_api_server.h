@@ -5,6 +5,8 @@
 //   GET  /api/v1/nodes, /api/v1/pods, /api/v1/namespaces/{ns}/pods       list or watch
 //   GET  /api/v1/nodes/{name}, /api/v1/namespaces/{ns}/pods/{name}       one object (404 Status)
 //   POST /api/v1/namespaces/{ns}/pods/{name}/binding                     bind (201 Status)
+//   PATCH /api/v1/nodes/{name}       JSON merge patch (application/merge-patch+json; 415
+//                                    for other patch types), 200 with the node (MODIFIED)
 //   POST /api/v1/namespaces/{ns}/events, /apis/events.k8s.io/v1/namespaces/{ns}/events
 //
 // Lists: `{"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"RV"},"items":[..]}`
@@ -192,6 +194,7 @@ class FakeApiServer {
                     httplib::Response& res);
   void handle_binding(const httplib::Request& req, httplib::Response& res);
   void handle_event(const httplib::Request& req, httplib::Response& res);
+  void handle_node_patch(const httplib::Request& req, httplib::Response& res);
   bool pre_route(const httplib::Request& req, httplib::Response& res);
 
   // Store changes; REQUIRES: mu_ held.

@@ -226,4 +226,30 @@ void FakeApiServer::handle_event(const httplib::Request& req, httplib::Response&
   send_json(res, 201, event);
 }
 
+// RFC 7386 merge patch, as `kubectl patch --type merge` sends it (the node agent's writes).
+void FakeApiServer::handle_node_patch(const httplib::Request& req, httplib::Response& res) {
+  const std::string name = req.matches[1];
+  if (req.get_header_value("Content-Type") != "application/merge-patch+json") {
+    return send_json(res, 415, failure_status(415, "the fake API server takes merge patches only"));
+  }
+  const json patch = json::parse(req.body, nullptr, false);
+  if (!patch.is_object()) {
+    return send_json(res, 400, failure_status(400, "the request body is not a JSON object"));
+  }
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) {
+    return send_json(res, 404,
+                     failure_status(404, "nodes \"" + name + "\" not found",
+                                    {{"name", name}, {"kind", "nodes"}}));
+  }
+  json updated = it->second->obj;
+  updated.merge_patch(patch);
+  // The name is the key; the real server rejects a patch that changes it.
+  if (!updated["metadata"].is_object()) updated["metadata"] = json::object();
+  updated["metadata"]["name"] = name;
+  put_locked(Kind::kNode, std::move(updated), "MODIFIED");
+  send_json(res, 200, nodes_.at(name)->obj);
+}
+
 }  // namespace gapless::test

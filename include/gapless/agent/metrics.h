@@ -1,0 +1,43 @@
+// The agent's Prometheus metrics (prometheus-cpp core), served on GET /metrics by
+// StatusServer:
+//   gapless_agent_gpus                      GPUs NVML reports on this node
+//   gapless_agent_gpus_unhealthy            of which unhealthy (critical XID, not answering, ...)
+//   gapless_agent_xid_errors_total{xid}     XID events seen, critical or not
+//   gapless_agent_nvml_errors_total         NVML calls that failed unexpectedly
+//   gapless_agent_annotation_patches_total  accepted PATCHes of the topology annotation
+// Thread-safe: prometheus-cpp metrics are atomic.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <memory>
+#include <string>
+
+namespace gapless::agent {
+
+class AgentMetrics {
+ public:
+  AgentMetrics();
+  AgentMetrics(const AgentMetrics&) = delete;
+  AgentMetrics& operator=(const AgentMetrics&) = delete;
+
+  void set_gpus(int total, int unhealthy);
+  void count_xid(unsigned long long xid);
+  void count_nvml_error();
+  void count_patch();
+
+  std::string serialize() const;  // text exposition format
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Gauge& gpus_;
+  prometheus::Gauge& unhealthy_;
+  prometheus::Family<prometheus::Counter>& xids_;
+  prometheus::Counter& nvml_errors_;
+  prometheus::Counter& patches_;
+};
+
+}  // namespace gapless::agent

@@ -1,0 +1,137 @@
+// gapless-agent: the node agent (DaemonSet). Flags in, one Agent loop out; the work is in
+// src/agent/.
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include "gapless/agent/agent.h"
+#include "gapless/agent/status_server.h"
+
+using namespace gapless;
+
+namespace {
+
+struct Options {
+  agent::AgentOptions agent;
+  bool once = false;
+  bool print = false;
+  std::string node_name;
+  std::string kubeconfig;
+  std::string context;
+  std::string listen = "127.0.0.1:9400";
+  double poll_seconds = 30;
+  bool version = false;
+};
+
+std::atomic<bool> g_stop{false};
+
+void log_line(const std::string& line) {
+  std::cerr << "gapless-agent: " << line << std::endl;
+}
+
+void add_flags(CLI::App& app, Options& o) {
+  app.add_flag("--once", o.once, "scan and publish once, then exit");
+  app.add_flag("--print", o.print,
+               "with --once: print the annotation on stdout instead of publishing it");
+  app.add_option("--nvml-library", o.agent.nvml_library, "NVML shared library to dlopen")
+      ->capture_default_str();
+  app.add_option("--node-name", o.node_name, "this node's name (default: $NODE_NAME)");
+  app.add_option("--kubeconfig", o.kubeconfig, "kubeconfig file (default: in-cluster config)");
+  app.add_option("--context", o.context, "kubeconfig context (default: current-context)");
+  app.add_option("--listen", o.listen, "HOST:PORT for /healthz and /metrics")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            const auto colon = v.rfind(':');
+            const bool ok = colon != std::string::npos && colon > 0 && colon + 1 < v.size() &&
+                            v.find_first_not_of("0123456789", colon + 1) == std::string::npos;
+            return ok ? std::string() : "must be HOST:PORT";
+          },
+          "HOST:PORT"))
+      ->capture_default_str();
+  app.add_option("--poll-interval", o.poll_seconds, "seconds between scans")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
+  app.add_flag("--version", o.version, "print the version and exit (after checking the flags)");
+}
+
+// --once --print: the annotation on stdout; without NVML a message and exit 0 (contract).
+int print_once(agent::Agent& a) {
+  if (!a.load_nvml()) return 0;  // the agent said why on stderr
+  auto text = a.tick();
+  if (!text.ok()) {
+    log_line(text.error());
+    return 1;
+  }
+  std::cout << *text << std::endl;
+  return 0;
+}
+
+std::unique_ptr<k8s::ApiClient> api_client(const Options& o) {
+  auto config = o.kubeconfig.empty() ? k8s::in_cluster_config()
+                                     : k8s::kubeconfig_config(o.kubeconfig, o.context);
+  if (!config.ok()) {
+    log_line("no Kubernetes API: " + config.error());
+    return nullptr;
+  }
+  return std::make_unique<k8s::ApiClient>(std::move(config).value());
+}
+
+int publish(const Options& o) {
+  auto api = api_client(o);
+  if (api == nullptr) return 1;
+  agent::NodePublisher publisher(*api, o.node_name);
+  agent::AgentMetrics metrics;
+  agent::Agent a(o.agent, &publisher, metrics, log_line);
+  if (o.once) {
+    if (!a.load_nvml()) return 0;
+    auto t = a.tick();
+    if (!t.ok()) log_line(t.error());
+    return t.ok() ? 0 : 1;
+  }
+  agent::StatusServer status(metrics);
+  if (Status s = status.start(o.listen); !s.ok()) {
+    log_line(s.error());
+    return 1;
+  }
+  std::signal(SIGTERM, [](int) { g_stop = true; });
+  std::signal(SIGINT, [](int) { g_stop = true; });
+  log_line("node " + o.node_name + ", /healthz and /metrics on " + o.listen);
+  a.run(g_stop);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"gapless-agent: publishes this node's GPU topology (gapless.io/gpu-topology)"};
+  Options o;
+  add_flags(app, o);
+  CLI11_PARSE(app, argc, argv);
+  if (o.version) {
+    std::cout << "gapless-agent " GAPLESS_VERSION << std::endl;
+    return 0;
+  }
+  o.agent.poll_interval = std::chrono::milliseconds(static_cast<long long>(o.poll_seconds * 1000));
+  if (o.print && !o.once) {
+    log_line("--print needs --once");
+    return 2;
+  }
+  if (o.print) {
+    agent::AgentMetrics metrics;
+    agent::Agent a(o.agent, nullptr, metrics, log_line);
+    return print_once(a);
+  }
+  if (o.node_name.empty()) {
+    const char* env = std::getenv("NODE_NAME");
+    o.node_name = env != nullptr ? env : "";
+  }
+  if (o.node_name.empty()) {
+    log_line("no node name: set --node-name or NODE_NAME (the downward API's spec.nodeName)");
+    return 2;
+  }
+  o.agent.node_label = o.node_name;
+  return publish(o);
+}

@@ -1,0 +1,57 @@
+// Test helpers for the agent suites: the fake NVML (tests/fake_nvml/) configured from a fixture
+// of tests/fixtures/nvml/, and the topology fixtures the agent's output is compared with.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "gapless/agent/nvml_library.h"
+#include "gapless/k8s/node_inventory.h"
+
+namespace gapless::test {
+
+inline std::string nvml_fixture(const std::string& name) {
+  return GAPLESS_SOURCE_DIR "/tests/fixtures/nvml/" + name + ".json";
+}
+
+// Points the fake at `config` (and `events`, "" for none) for the next nvmlInit_v2.
+inline void configure_fake_nvml(const std::string& config, const std::string& events = "") {
+  setenv("GAPLESS_FAKE_NVML_CONFIG", config.c_str(), 1);
+  if (events.empty()) {
+    unsetenv("GAPLESS_FAKE_NVML_EVENTS");
+  } else {
+    setenv("GAPLESS_FAKE_NVML_EVENTS", events.c_str(), 1);
+  }
+}
+
+// The fake loaded on fixture `name`. REQUIREs success.
+inline std::unique_ptr<agent::NvmlLibrary> open_fake_nvml(const std::string& name,
+                                                          const std::string& events = "") {
+  configure_fake_nvml(nvml_fixture(name), events);
+  auto lib = agent::NvmlLibrary::open(GAPLESS_FAKE_NVML);
+  INFO((lib.ok() ? std::string() : lib.error()));
+  REQUIRE(lib.ok());
+  return std::move(lib).value();
+}
+
+inline std::string topology_fixture_text(const std::string& name) {
+  std::ifstream in(GAPLESS_SOURCE_DIR "/tests/fixtures/topologies/" + name + ".json");
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline model::Node parse_annotation(const std::string& node, const std::string& text) {
+  auto r = k8s::node_from_topology_annotation(node, text);
+  INFO((r.ok() ? std::string() : r.error()) << "\n" << text);
+  REQUIRE(r.ok());
+  return std::move(r).value();
+}
+
+}  // namespace gapless::test
