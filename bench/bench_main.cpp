@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   double tune = 1.3;
   bench::DynamicOptions dyn;
+  std::string scheduler_config, extender_url, write_cluster;
   app.add_option("--nodes", nodes_path, "node list CSV")->required();
   app.add_option("--pods", pod_paths, "pod list CSV (repeatable)")->required()->take_last();
   app.add_option("--policy", policy_names, "strategy name or policy YAML (repeatable)")->required();
@@ -115,6 +116,14 @@ int main(int argc, char** argv) {
   app.add_option("--max-wait", dyn.max_wait,
                  "--dynamic: a pod waiting longer than S seconds gives up (default 0: never)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--scheduler-config", scheduler_config,
+                 "as-deployed mode: replay through kube-scheduler configured by this "
+                 "KubeSchedulerConfiguration (e.g. manifests/scheduler-config.yaml)");
+  app.add_option("--extender", extender_url,
+                 "with --scheduler-config: call a live gapless-extender at this URL instead of "
+                 "the engine in-process (one trace, one policy, one seed)");
+  app.add_option("--write-cluster", write_cluster,
+                 "write the node list as a NodeList for gapless-extender --cluster, and exit");
   for (auto* opt : {app.get_option("--pods"), app.get_option("--policy")})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   CLI11_PARSE(app, argc, argv);
@@ -131,6 +140,23 @@ int main(int argc, char** argv) {
   }
   if (auto err = bench::load_inputs(nodes_path, pod_paths, &in); !err.empty()) {
     return std::cerr << "gapless-bench: " << err << "\n", 1;
+  }
+  if (!write_cluster.empty()) {
+    return write_file(write_cluster, bench::cluster_file_json(in.nodes)) ? 0 : 1;
+  }
+  if (!scheduler_config.empty()) {
+    auto config = bench::load_scheduler_config(scheduler_config);
+    if (!config) return std::cerr << "gapless-bench: " << config.error() << "\n", 2;
+    in.deployed = std::move(*config);
+    in.extender_url = extender_url;
+    if (!extender_url.empty() &&
+        (in.workloads.size() != 1 || in.policies.size() != 1 || in.seeds.size() != 1)) {
+      return std::cerr << "gapless-bench: --extender replays one trace, one policy and one "
+                          "seed against a freshly started extender\n",
+             2;
+    }
+  } else if (!extender_url.empty()) {
+    return std::cerr << "gapless-bench: --extender needs --scheduler-config\n", 2;
   }
   if (published_path.empty()) {
     const auto guess = std::filesystem::path(nodes_path).parent_path() /

@@ -111,7 +111,9 @@ std::string policy_column(const std::string& label) {
 std::string json_line(const Cell& cell, const Published* published) {
   const Summary u100 = cell.unallocated(100), u130 = cell.unallocated(130);
   std::ostringstream o;
-  o << "{\"trace\":" << quoted(cell.trace) << ",\"policy\":" << quoted(cell.policy)
+  o << "{";
+  if (!cell.mode.empty()) o << "\"mode\":" << quoted(cell.mode) << ",";
+  o << "\"trace\":" << quoted(cell.trace) << ",\"policy\":" << quoted(cell.policy)
     << ",\"seeds\":[";
   for (std::size_t i = 0; i < cell.seeds.size(); ++i) o << (i ? "," : "") << cell.seeds[i];
   o << "],\"unallocated_mean\":" << num(u100.mean, 3) << ",\"unallocated_sd\":" << num(u100.sd, 3)

@@ -24,6 +24,7 @@ Result<PublishedTable> load_published(const std::string& path);
 
 // Every seed's run of one policy on one trace.
 struct Cell {
+  std::string mode;  // "" (the paper's procedure in-process), "deployed" or "http"
   std::string trace;
   std::string policy;  // label as given on the command line
   std::vector<int> seeds;

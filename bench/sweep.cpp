@@ -61,6 +61,7 @@ std::vector<Cell> run_sweep(const SweepInput& in, unsigned threads, const Progre
   for (std::size_t w = 0; w < W; ++w) {
     for (std::size_t p = 0; p < P; ++p) {
       Cell& c = cells[w * P + p];
+      c.mode = !in.deployed ? "" : in.extender_url.empty() ? "deployed" : "http";
       c.trace = in.workloads[w].name;
       c.policy = in.policies[p].label;
       c.seeds = in.seeds;
@@ -73,8 +74,16 @@ std::vector<Cell> run_sweep(const SweepInput& in, unsigned threads, const Progre
       static_cast<int>(W * P * S), threads,
       [&](int job) {
         const std::size_t s = job % S, p = job / S % P, w = job / S / P;
-        const RunResult r = replay(in.nodes, in.workloads[w], arrivals[w * S + s], in.policies[p],
-                                   static_cast<std::uint64_t>(in.seeds[s]));
+        const auto seed = static_cast<std::uint64_t>(in.seeds[s]);
+        RunResult r;
+        if (in.deployed) {
+          auto port = in.extender_url.empty() ? in_process_extender(in.nodes, in.policies[p])
+                                              : http_extender(in.extender_url);
+          r = replay_deployed(in.nodes, in.workloads[w], arrivals[w * S + s], *in.deployed, *port,
+                              seed);
+        } else {
+          r = replay(in.nodes, in.workloads[w], arrivals[w * S + s], in.policies[p], seed);
+        }
         Cell& c = cells[w * P + p];
         c.curves[s] = bucket(r.events, capacity);
         c.seconds[s] = r.seconds;

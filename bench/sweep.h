@@ -7,6 +7,9 @@
 #include <vector>
 
 #include "gapless/model/node.h"
+#include <optional>
+
+#include "deployed.h"
 #include "replay.h"
 #include "report.h"
 
@@ -18,6 +21,11 @@ struct SweepInput {
   std::vector<PolicySetup> policies;
   std::vector<int> seeds;
   double tune = 1.3;
+  // As-deployed mode (deployed.h): every run goes through the emulated kube-scheduler with this
+  // configuration, to the extender in-process, or over HTTP at extender_url (one run only: the
+  // live extender's model is not reset between runs).
+  std::optional<SchedulerConfig> deployed;
+  std::string extender_url;
 };
 
 // Loads the node list and the pod lists into `in`. Returns an error message, or "" on success.
