@@ -233,7 +233,12 @@ std::string Extender::bind(std::string_view body) {
   {
     std::unique_lock lock(model_mu_);
     if (const model::Allocation* held = cluster_.allocation(*uid)) {
-      // A retry after a reply was lost: fine on the same node, never elsewhere.
+      // A retry after a reply was lost: fine on the same node, never elsewhere, and only for
+      // the pod that holds it (a UID alone must not vouch for another pod's name).
+      if (held->pod_ns != *ns || held->pod_name != *name) {
+        return fail("PodUID " + *uid + " belongs to " + held->pod_ns + "/" + held->pod_name +
+                    ", not " + who);
+      }
       if (held->node == *node) {
         metrics_.count_bind("idempotent");
         return error_only("");
