@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "front_door.h"
+#include "plain_connection.h"
 
 namespace gapless::server {
 
@@ -345,7 +346,7 @@ HttpServer::HttpServer(Extender& extender, HttpOptions options)
       setup_ = Error{"cannot create a TLS context: " + openssl_error()};
     }
   } else {
-    server_ = std::make_unique<httplib::Server>();
+    server_ = std::make_unique<PlainHttpServer>();
   }
   install_routes();
 }

@@ -239,3 +239,29 @@ TEST_CASE("the overflow lane closes its connection right after the answer",
 }
 
 }  // namespace gapless::test
+
+namespace gapless::test {
+
+TEST_CASE("pipelined requests on one connection are all answered, in order",
+          "[server][front-door]") {
+  LiveServer srv({});
+  const std::string cl = "Content-Length: " + std::to_string(kFilterBody.size()) + "\r\n";
+  // Three requests in one write, the last asking to close: httplib alone answered the first and
+  // then waited 5 s for a request it had already read and dropped.
+  const Answer a = exchange(srv.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" +
+                                            post("/filter", cl, kFilterBody) +
+                                            "GET /version HTTP/1.1\r\nHost: x\r\n"
+                                            "Connection: close\r\n\r\n");
+  INFO(a.text);
+  const auto first = a.text.find("HTTP/1.1 200");
+  const auto second = a.text.find("HTTP/1.1 200", first + 1);
+  const auto third = a.text.find("HTTP/1.1 200", second + 1);
+  REQUIRE(third != std::string::npos);
+  CHECK(a.text.find("ok\n") < second);
+  CHECK(a.text.find("\"NodeNames\":[\"h100-nvs-01\"]") < third);
+  CHECK(a.text.find("gapless-extender") > third);
+  CHECK(a.closed);
+  CHECK(a.took < 2s);
+}
+
+}  // namespace gapless::test
