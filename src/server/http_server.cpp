@@ -145,13 +145,19 @@ std::optional<std::string> verb_body(const httplib::Request& req,
 }
 
 // Answers (and closes) before httplib reads a body, when one must not be read: framing that is
-// refused, a declared length over the limit (httplib would read and discard all of it first, up
-// to the read timeout per read), a multipart body on a verb, or a body sent to any route but a
-// verb (only the verbs bound what they read). Returns true if it answered.
+// refused or gives no length, a declared length over the limit (httplib would read and discard all
+// of it first, up to the read timeout per read), a multipart body on a verb, or a body sent to any
+// route but a verb (only the verbs bound what they read). Returns true if it answered.
 bool refuse_early(const httplib::Request& req, httplib::Response& res, bool verb, std::size_t limit,
                   const std::string& too_large) {
   std::string why = front_door::framing_problem(req);
   if (why.empty() && verb && front_door::content_length(req) > limit) why = too_large;
+  if (why.empty() && verb && !req.has_header("Content-Length") &&
+      !req.has_header("Transfer-Encoding")) {
+    // httplib would read such a body until the client closes: a stall, and a pipelined next
+    // request taken for body.
+    why = "request has neither Content-Length nor Transfer-Encoding: chunked";
+  }
   if (why.empty() && verb && req.is_multipart_form_data()) {
     why = "multipart/form-data is not accepted: send the JSON object itself as the body";
   }
@@ -456,12 +462,12 @@ void HttpServer::install_routes() {
     res.set_content(extender_.debug_state(), kJson);
   });
 
-  s.set_pre_routing_handler(
-      [is_verb_path, limit, too_large](const httplib::Request& req, httplib::Response& res) {
-        return refuse_early(req, res, is_verb_path(req.path), limit, too_large)
-                   ? httplib::Server::HandlerResponse::Handled
-                   : httplib::Server::HandlerResponse::Unhandled;
-      });
+  s.set_pre_routing_handler([is_verb_path, limit, too_large](const httplib::Request& req,
+                                                             httplib::Response& res) {
+    return refuse_early(req, res, req.method == "POST" && is_verb_path(req.path), limit, too_large)
+               ? httplib::Server::HandlerResponse::Handled
+               : httplib::Server::HandlerResponse::Unhandled;
+  });
   // Requests httplib itself fails (a malformed request line or headers, a bad chunked body or
   // Content-Encoding) and unknown routes end up here. On an extender verb the answer must still
   // be 200 with Error, or kube-scheduler never sees why. Each such answer closes the connection:

@@ -113,6 +113,13 @@ TEST_CASE("two Content-Lengths, or Content-Length with chunked, are refused and 
     CHECK(a.error().find("both Content-Length and Transfer-Encoding") != std::string::npos);
     CHECK(a.closed);
   }
+  SECTION("a verb without Content-Length or chunked: refused, not read until the client closes") {
+    const Answer a = exchange(srv.port(), post("/filter", "", kFilterBody));
+    INFO(a.text);
+    CHECK(a.error().find("neither Content-Length nor Transfer-Encoding") != std::string::npos);
+    CHECK(a.closed);
+    CHECK(a.took < 5s);
+  }
   SECTION("a Content-Length that is not a number; on other routes a 400") {
     const Answer a = exchange(srv.port(), post("/prioritize", "Content-Length: 12abc\r\n", ""));
     CHECK(a.error().find("not a number") != std::string::npos);
