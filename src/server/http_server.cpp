@@ -462,11 +462,18 @@ void HttpServer::install_routes() {
     res.set_content(extender_.debug_state(), kJson);
   });
 
-  s.set_pre_routing_handler([is_verb_path, limit, too_large](const httplib::Request& req,
-                                                             httplib::Response& res) {
-    return refuse_early(req, res, req.method == "POST" && is_verb_path(req.path), limit, too_large)
-               ? httplib::Server::HandlerResponse::Handled
-               : httplib::Server::HandlerResponse::Unhandled;
+  auto refuse = [is_verb_path, limit, too_large](const httplib::Request& req,
+                                                 httplib::Response& res) {
+    return refuse_early(req, res, req.method == "POST" && is_verb_path(req.path), limit, too_large);
+  };
+  s.set_pre_routing_handler([refuse](const httplib::Request& req, httplib::Response& res) {
+    return refuse(req, res) ? httplib::Server::HandlerResponse::Handled
+                            : httplib::Server::HandlerResponse::Unhandled;
+  });
+  // httplib answers "Expect: 100-continue" before routing: refuse there too, or the client is
+  // told to send the body it is then refused for. Any status but 100 or 417 sends `res`.
+  s.set_expect_100_continue_handler([refuse](const httplib::Request& req, httplib::Response& res) {
+    return refuse(req, res) ? res.status : 100;
   });
   // Requests httplib itself fails (a malformed request line or headers, a bad chunked body or
   // Content-Encoding) and unknown routes end up here. On an extender verb the answer must still

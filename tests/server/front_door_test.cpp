@@ -169,6 +169,14 @@ TEST_CASE("a declared Content-Length over the limit is answered at once, unread"
   CHECK(a.error().find("exceeds the limit of 16777216 bytes") != std::string::npos);
   CHECK(a.closed);
   CHECK(a.took < 5s);
+
+  // With "Expect: 100-continue", the client is not told to go ahead first.
+  const Answer b = exchange(
+      srv.port(), post("/filter", "Content-Length: 100000000000\r\nExpect: 100-continue\r\n", ""));
+  INFO(b.text);
+  CHECK(b.text.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(b.error().find("--max-body-bytes") != std::string::npos);
+  CHECK(b.closed);
 }
 
 TEST_CASE("a form-urlencoded body (curl -d) over 8 KB is read as the JSON it is",
