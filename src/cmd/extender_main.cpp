@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
       int sig = 0;
       if (sigwait(&signals, &sig) != 0) continue;
       if (sig == SIGHUP) {
-        if (watch) watch->reload_now();
+        if (watch) watch->request_reload();  // the watcher reads the file, never this thread
         continue;
       }
       server::log_info("stopping on signal " + std::to_string(sig));

@@ -12,6 +12,7 @@
 #include "gapless/k8s/mig_resource.h"
 #include "gapless/k8s/quantity.h"
 #include "gapless/model/gpu.h"
+#include "gapless/model/mig.h"
 
 namespace gapless::k8s {
 
@@ -51,6 +52,17 @@ Status check_resource_name(const std::string& name, bool* ours) {
     *ours = true;
   }
   return Status::Ok();
+}
+
+// A MIG profile no GPU type in the table offers is a typo (nvidia.com/mig-1g.10gbb), not a node
+// problem: refuse the pod with the names that exist, instead of a "no such profile" per node.
+Status check_mig_profile(const std::string& resource, const std::string& profile) {
+  const std::vector<std::string_view> known = model::known_mig_profile_names();
+  if (std::binary_search(known.begin(), known.end(), profile)) return Status::Ok();
+  std::string names;
+  for (std::string_view k : known) names += (names.empty() ? "" : ", ") + std::string(k);
+  return Error{"unknown MIG profile " + profile + " (resource " + resource +
+               "); known profiles: " + names};
 }
 
 // Adds one resource list (limits or requests) of a container; `skip` names resources already
@@ -204,6 +216,7 @@ Status build_request(const Resources& r, model::GpuRequest* req) {
   for (const auto& [name, v] : r) {
     if (!name.starts_with(kMigPrefix) || v == 0) continue;
     std::string profile = mig_profile_from_resource(name.substr(kMigPrefix.size()));
+    if (Status s = check_mig_profile(name, profile); !s.ok()) return s;
     if (!req->mig_profile.empty()) {
       return Error{"pod asks for two MIG profiles (" + mig_resource_name(req->mig_profile) +
                    " and " + name + "); a pod may use one profile"};

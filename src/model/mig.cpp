@@ -85,6 +85,17 @@ MigFamily mig_family_of(std::string_view product) {
 
 std::span<const MigProfile> mig_profiles(MigFamily family) { return family_table(family); }
 
+std::vector<std::string_view> known_mig_profile_names() {
+  std::vector<std::string_view> names;
+  for (MigFamily f : {MigFamily::kA100_40GB, MigFamily::kA100_80GB, MigFamily::kH100_94GB,
+                      MigFamily::kH100_96GB, MigFamily::kH200}) {
+    for (const MigProfile& p : family_table(f)) names.push_back(p.name);
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
 const MigProfile* find_mig_profile(MigFamily family, std::string_view name) {
   for (const MigProfile& p : family_table(family)) {
     if (p.name == name) return &p;

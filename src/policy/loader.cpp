@@ -6,14 +6,15 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -219,17 +220,47 @@ Result<Policy> parse_policy(const std::string& yaml_text, const std::string& sou
   }
 }
 
-Result<Policy> load_policy_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return Error{path + ": cannot read policy file: is a directory"};
+namespace {
+struct FileCloser {
+  int fd;
+  ~FileCloser() { ::close(fd); }
+};
+}  // namespace
+
+Result<std::string> read_policy_text(const std::string& path) {
+  auto fail = [&](const std::string& why) {
+    return Error{path + ": cannot read policy file: " + why};
+  };
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return fail(std::strerror(errno));
+  const FileCloser closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fail(std::strerror(errno));
+  // Only a regular file can be read without blocking (a FIFO, socket or device may never end).
+  if (S_ISDIR(st.st_mode)) return fail("is a directory");
+  if (!S_ISREG(st.st_mode)) return fail("not a regular file (a FIFO, socket or device?)");
+  if (st.st_size > kMaxPolicyBytes) {
+    return fail("larger than " + std::to_string(kMaxPolicyBytes) + " bytes");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path + ": cannot read policy file: " + std::strerror(errno)};
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Error{path + ": cannot read policy file: read error"};
-  return parse_policy(text.str(), path);
+  std::string text;
+  std::array<char, 8192> buf{};
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(std::strerror(errno));
+    if (n == 0) return text;
+    text.append(buf.data(), static_cast<std::size_t>(n));
+    if (text.size() > kMaxPolicyBytes) {
+      return fail("larger than " + std::to_string(kMaxPolicyBytes) + " bytes");
+    }
+  }
+}
+
+Result<Policy> load_policy_file(const std::string& path) {
+  auto text = read_policy_text(path);
+  if (!text) return Error{text.error()};
+  return parse_policy(*text, path);
 }
 
 }  // namespace gapless::policy

@@ -14,8 +14,12 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 #include <vector>
+
+#include "front_door.h"
+#include "plain_connection.h"
 
 namespace gapless::server {
 
@@ -110,6 +114,64 @@ Status setup_tls(SSL_CTX& ctx, const HttpOptions& o) {
   SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
   ERR_clear_error();
   return Status::Ok();
+}
+
+std::string too_large_message(std::size_t limit) {
+  return "request body exceeds the limit of " + std::to_string(limit) + " bytes (--max-body-bytes)";
+}
+
+// A verb's body, or nullopt after answering why it cannot be had. The verbs read their body
+// themselves: the limit then holds for chunked bodies too, and any Content-Type is taken as the
+// JSON it should be (httplib would parse a form-urlencoded body and refuse one over 8 KB). The
+// overflow lane reads it as well, so that the client reads the answer instead of a reset.
+std::optional<std::string> verb_body(const httplib::Request& req,
+                                     const httplib::ContentReader& reader, std::size_t limit,
+                                     httplib::Response& res) {
+  std::string body;
+  switch (front_door::read_body(req, reader, limit, &body)) {
+    case front_door::BodyRead::kOk:
+      return body;
+    case front_door::BodyRead::kTooLarge:
+      front_door::answer_and_close(res, 200, error_json(too_large_message(limit)), kJson);
+      return std::nullopt;
+    case front_door::BodyRead::kFailed:
+      break;
+  }
+  front_door::answer_and_close(res, 200,
+                               error_json("request body could not be read (malformed chunked "
+                                          "encoding, unsupported Content-Encoding or a timeout)"),
+                               kJson);
+  return std::nullopt;
+}
+
+// Answers (and closes) before httplib reads a body, when one must not be read: framing that is
+// refused or gives no length, a declared length over the limit (httplib would read and discard all
+// of it first, up to the read timeout per read), a multipart body on a verb, or a body sent to any
+// route but a verb (only the verbs bound what they read). Returns true if it answered.
+bool refuse_early(const httplib::Request& req, httplib::Response& res, bool verb, std::size_t limit,
+                  const std::string& too_large) {
+  std::string why = front_door::framing_problem(req);
+  if (why.empty() && verb && front_door::content_length(req) > limit) why = too_large;
+  if (why.empty() && verb && !req.has_header("Content-Length") &&
+      !req.has_header("Transfer-Encoding")) {
+    // httplib would read such a body until the client closes: a stall, and a pipelined next
+    // request taken for body.
+    why = "request has neither Content-Length nor Transfer-Encoding: chunked";
+  }
+  if (why.empty() && verb && req.is_multipart_form_data()) {
+    why = "multipart/form-data is not accepted: send the JSON object itself as the body";
+  }
+  if (!why.empty()) {
+    // kube-scheduler reads only 200 bodies; other routes get a plain 400.
+    front_door::answer_and_close(res, verb ? 200 : 400, error_json(why), kJson);
+    return true;
+  }
+  if (!verb && front_door::reads_body(req)) {
+    front_door::answer_and_close(res, 404, error_json("no route " + req.method + " " + req.path),
+                                 kJson);
+    return true;
+  }
+  return false;
 }
 
 Status check_options(const HttpOptions& o) {
@@ -290,7 +352,7 @@ HttpServer::HttpServer(Extender& extender, HttpOptions options)
       setup_ = Error{"cannot create a TLS context: " + openssl_error()};
     }
   } else {
-    server_ = std::make_unique<httplib::Server>();
+    server_ = std::make_unique<PlainHttpServer>();
   }
   install_routes();
 }
@@ -328,7 +390,6 @@ void HttpServer::install_routes() {
                                                httplib::Response& res) {
     if (!t_overflow) return false;
     if (metrics != nullptr) metrics->count_overload(route);
-    res.set_header("Connection", "close");
     if (verb) {
       // kube-scheduler reads only 200 bodies; filter's answer keeps ExtenderFilterResult's keys.
       nlohmann::json out = {{"Error", overloaded}};
@@ -338,11 +399,10 @@ void HttpServer::install_routes() {
                     {"FailedNodes", nullptr},
                     {"FailedAndUnresolvableNodes", nullptr}});
       }
-      res.set_content(out.dump(), kJson);
+      front_door::answer_and_close(res, 200, out.dump(), kJson);
     } else {
-      res.status = 503;
       res.set_header("Retry-After", "1");
-      res.set_content(error_json(overloaded), kJson);
+      front_door::answer_and_close(res, 503, error_json(overloaded), kJson);
     }
     return true;
   };
@@ -354,33 +414,40 @@ void HttpServer::install_routes() {
     return true;
   };
 
+  const std::size_t limit = options_.max_body_bytes;
+  const std::string too_large = too_large_message(limit);
   for (const Verb& v : kVerbs) {
     auto handle = v.handle;
     const std::string name = v.name;
     s.Post(prefix + "/" + v.name,
-           [this, handle, name, enter](const httplib::Request& req, httplib::Response& res) {
-             if (!enter(name, true, req, res)) return;
-             res.set_content((extender_.*handle)(req.body), kJson);
+           [this, handle, name, enter, limit](const httplib::Request& req, httplib::Response& res,
+                                              const httplib::ContentReader& reader) {
+             std::optional<std::string> body = verb_body(req, reader, limit, res);
+             if (!body || !enter(name, true, req, res)) return;
+             res.set_content((extender_.*handle)(*body), kJson);
            });
   }
   // Health probes are cheap and answered in the overflow lane too.
-  auto enter_probe = [this](const httplib::Request& req, httplib::Response& res) {
-    if (t_overflow) {
-      res.set_header("Connection", "close");
-    } else if (options_.before_handler) {
-      options_.before_handler(req.path);
-    }
+  auto enter_probe = [this](const httplib::Request& req) {
+    if (!t_overflow && options_.before_handler) options_.before_handler(req.path);
   };
-  s.Get("/healthz", [enter_probe](const httplib::Request& req, httplib::Response& res) {
-    enter_probe(req, res);
-    res.set_content("ok\n", "text/plain");
-  });
-  s.Get("/readyz", [this, enter_probe](const httplib::Request& req, httplib::Response& res) {
-    enter_probe(req, res);
-    const bool ready = !options_.ready || options_.ready();
-    res.status = ready ? 200 : 503;
-    res.set_content(ready ? "ok\n" : "not ready\n", "text/plain");
-  });
+  // In the overflow lane the connection is closed right after the answer.
+  auto probe_answer = [](httplib::Response& res, int status, const char* text) {
+    if (t_overflow) return front_door::answer_and_close(res, status, text, "text/plain");
+    res.status = status;
+    res.set_content(text, "text/plain");
+  };
+  s.Get("/healthz",
+        [enter_probe, probe_answer](const httplib::Request& req, httplib::Response& res) {
+          enter_probe(req);
+          probe_answer(res, 200, "ok\n");
+        });
+  s.Get("/readyz",
+        [this, enter_probe, probe_answer](const httplib::Request& req, httplib::Response& res) {
+          enter_probe(req);
+          const bool ready = !options_.ready || options_.ready();
+          probe_answer(res, ready ? 200 : 503, ready ? "ok\n" : "not ready\n");
+        });
   s.Get("/version", [enter](const httplib::Request& req, httplib::Response& res) {
     if (!enter(req.path, false, req, res)) return;
     res.set_content(nlohmann::json{{"name", "gapless-extender"}, {"version", GAPLESS_VERSION}}.dump(),
@@ -395,28 +462,40 @@ void HttpServer::install_routes() {
     res.set_content(extender_.debug_state(), kJson);
   });
 
-  // Oversized bodies (413, rejected before our handler runs) and unknown routes end up here.
-  // On an extender verb the answer must still be 200 with Error, or kube-scheduler never sees why.
-  const std::size_t limit = options_.max_body_bytes;
-  s.set_error_handler(httplib::Server::HandlerWithResponse([is_verb_path, limit](
-                                                 const httplib::Request& req,
+  auto refuse = [is_verb_path, limit, too_large](const httplib::Request& req,
                                                  httplib::Response& res) {
-    if (req.method == "POST" && is_verb_path(req.path)) {
-      const std::string why = res.status == 413
-                                  ? "request body exceeds the limit of " + std::to_string(limit) +
-                                        " bytes (--max-body-bytes)"
-                                  : "request failed with HTTP " + std::to_string(res.status);
-      res.status = 200;
-      res.set_content(error_json(why), kJson);
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (res.body.empty()) {
-      const std::string why = res.status == 404 ? "no route " + req.method + " " + req.path
-                                                : "HTTP " + std::to_string(res.status);
-      res.set_content(error_json(why), kJson);
-    }
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+    return refuse_early(req, res, req.method == "POST" && is_verb_path(req.path), limit, too_large);
+  };
+  s.set_pre_routing_handler([refuse](const httplib::Request& req, httplib::Response& res) {
+    return refuse(req, res) ? httplib::Server::HandlerResponse::Handled
+                            : httplib::Server::HandlerResponse::Unhandled;
+  });
+  // httplib answers "Expect: 100-continue" before routing: refuse there too, or the client is
+  // told to send the body it is then refused for. Any status but 100 or 417 sends `res`.
+  s.set_expect_100_continue_handler([refuse](const httplib::Request& req, httplib::Response& res) {
+    return refuse(req, res) ? res.status : 100;
+  });
+  // Requests httplib itself fails (a malformed request line or headers, a bad chunked body or
+  // Content-Encoding) and unknown routes end up here. On an extender verb the answer must still
+  // be 200 with Error, or kube-scheduler never sees why. Each such answer closes the connection:
+  // part of the request may be unread.
+  s.set_error_handler(httplib::Server::HandlerWithResponse(
+      [is_verb_path](const httplib::Request& req, httplib::Response& res) {
+        if (front_door::closing(res)) return httplib::Server::HandlerResponse::Handled;
+        if (req.method == "POST" && is_verb_path(req.path)) {
+          front_door::answer_and_close(
+              res, 200, error_json("request failed with HTTP " + std::to_string(res.status)),
+              kJson);
+        } else if (res.body.empty()) {
+          const std::string why = res.status == 404 ? "no route " + req.method + " " + req.path
+                                                    : "HTTP " + std::to_string(res.status);
+          front_door::answer_and_close(res, res.status, error_json(why), kJson);
+        } else {
+          const std::string type = res.get_header_value("Content-Type");
+          front_door::answer_and_close(res, res.status, std::move(res.body), type.c_str());
+        }
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   s.set_exception_handler([is_verb_path](const httplib::Request& req, httplib::Response& res,
                                          std::exception_ptr ep) {
     std::string what = "internal error";

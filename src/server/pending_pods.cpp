@@ -1,14 +1,40 @@
 #include "gapless/server/pending_pods.h"
 
-#include <algorithm>
-
 namespace gapless::server {
+
+namespace {
+
+// Per heap string or map node: its header and the allocator's bookkeeping, roughly.
+constexpr std::size_t kNodeOverhead = 64;
+
+std::size_t string_bytes(const std::string& s) {
+  return kNodeOverhead + s.size();
+}
+
+}  // namespace
+
+std::size_t PendingPods::estimated_bytes(const k8s::ParsedPod& pod) {
+  const model::PodInfo& i = pod.info;
+  std::size_t n = sizeof(Entry) + 2 * kNodeOverhead + 2 * string_bytes(i.uid);  // both indexes
+  for (const std::string* s :
+       {&i.ns, &i.name, &i.priority_class, &i.policy, &i.node, &pod.request.mig_profile}) {
+    n += string_bytes(*s);
+  }
+  for (const auto& [k, v] : i.labels) n += kNodeOverhead + string_bytes(k) + string_bytes(v);
+  for (const std::string& m : pod.request.models) n += string_bytes(m);
+  return n;
+}
 
 void PendingPods::remember(const k8s::ParsedPod& pod) {
   if (pod.info.uid.empty()) return;
+  const std::size_t bytes = estimated_bytes(pod);
   std::lock_guard lock(mu_);
+  if (auto it = by_uid_.find(pod.info.uid); it != by_uid_.end()) erase_locked(it);
   const auto now = Clock::now();
-  by_uid_.insert_or_assign(pod.info.uid, Entry{pod, now});
+  const std::uint64_t order = next_order_++;
+  by_uid_.emplace(pod.info.uid, Entry{pod, now, order, bytes});
+  by_age_.emplace(order, pod.info.uid);
+  bytes_ += bytes;
   evict_locked(now);
 }
 
@@ -21,7 +47,7 @@ std::optional<k8s::ParsedPod> PendingPods::find(const std::string& uid) const {
 
 void PendingPods::forget(const std::string& uid) {
   std::lock_guard lock(mu_);
-  by_uid_.erase(uid);
+  if (auto it = by_uid_.find(uid); it != by_uid_.end()) erase_locked(it);
 }
 
 std::size_t PendingPods::size() const {
@@ -29,14 +55,25 @@ std::size_t PendingPods::size() const {
   return by_uid_.size();
 }
 
-// Drops expired entries, then the oldest ones while over capacity.
+std::size_t PendingPods::bytes() const {
+  std::lock_guard lock(mu_);
+  return bytes_;
+}
+
+void PendingPods::erase_locked(std::map<std::string, Entry>::iterator it) {
+  bytes_ -= it->second.bytes;
+  by_age_.erase(it->second.order);
+  by_uid_.erase(it);
+}
+
+// Drops the oldest entries while they are expired or the table is over its count or bytes.
+// Entries are stamped in insertion order, so the oldest is always by_age_'s first.
 void PendingPods::evict_locked(Clock::time_point now) {
-  std::erase_if(by_uid_, [&](const auto& kv) { return now - kv.second.seen > max_age_; });
-  while (by_uid_.size() > capacity_) {
-    auto oldest = std::min_element(by_uid_.begin(), by_uid_.end(), [](const auto& a, const auto& b) {
-      return a.second.seen < b.second.seen;
-    });
-    by_uid_.erase(oldest);
+  while (!by_age_.empty()) {
+    auto it = by_uid_.find(by_age_.begin()->second);
+    const bool expired = now - it->second.seen > max_age_;
+    if (!expired && by_uid_.size() <= capacity_ && bytes_ <= max_bytes_) return;
+    erase_locked(it);
   }
 }
 

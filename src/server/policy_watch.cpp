@@ -1,16 +1,27 @@
 #include "gapless/server/policy_watch.h"
 
-#include <sys/stat.h>
+#include <functional>
 
 #include "gapless/policy/loader.h"
 #include "gapless/server/log.h"
 
 namespace gapless::server {
 
+namespace {
+
+// The content's hash, or a distinct one per read error, so a file that goes missing and comes
+// back unchanged is not reloaded, while one that comes back changed is.
+std::size_t content_hash(const Result<std::string>& text) {
+  return text ? std::hash<std::string>{}(*text)
+              : std::hash<std::string>{}("error: " + text.error());
+}
+
+}  // namespace
+
 PolicyWatch::PolicyWatch(Extender& extender, Metrics& metrics, std::string path,
                          std::chrono::milliseconds poll)
     : extender_(extender), metrics_(metrics), path_(std::move(path)), poll_(poll) {
-  last_stamp_ = stamp();
+  last_content_ = content_hash(policy::read_policy_text(path_));
   thread_ = std::thread([this] { run(); });
 }
 
@@ -23,16 +34,26 @@ PolicyWatch::~PolicyWatch() {
   thread_.join();
 }
 
-// Modification time (ns) and size: cheap, and catches ConfigMap symlink swaps too (stat follows).
-std::string PolicyWatch::stamp() const {
-  struct stat st {};
-  if (::stat(path_.c_str(), &st) != 0) return "missing";
-  return std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "/" +
-         std::to_string(st.st_size);
+bool PolicyWatch::reload_now() {
+  return reload(true);
 }
 
-bool PolicyWatch::reload_now() {
-  auto loaded = policy::load_policy_file(path_);
+void PolicyWatch::request_reload() {
+  {
+    std::lock_guard lock(mu_);
+    reload_requested_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool PolicyWatch::reload(bool force) {
+  std::lock_guard lock(reload_mu_);
+  auto text = policy::read_policy_text(path_);
+  const std::size_t hash = content_hash(text);
+  if (!force && hash == last_content_) return false;
+  last_content_ = hash;
+  auto loaded =
+      text ? policy::parse_policy(*text, path_) : Result<placement::Policy>(Error{text.error()});
   metrics_.count_policy_reload(loaded.ok());
   if (!loaded) {
     log_error("policy reload failed, keeping the previous policy: " + loaded.error());
@@ -45,12 +66,13 @@ bool PolicyWatch::reload_now() {
 
 void PolicyWatch::run() {
   std::unique_lock lock(mu_);
-  while (!cv_.wait_for(lock, poll_, [this] { return stopping_; })) {
-    const std::string now = stamp();
-    if (now == last_stamp_) continue;
-    last_stamp_ = now;
+  for (;;) {
+    cv_.wait_for(lock, poll_, [this] { return stopping_ || reload_requested_; });
+    if (stopping_) return;
+    const bool forced = reload_requested_;
+    reload_requested_ = false;
     lock.unlock();
-    reload_now();
+    reload(forced);
     lock.lock();
   }
 }

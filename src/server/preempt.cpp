@@ -47,6 +47,12 @@ std::string Extender::preempt(std::string_view body) {
   if (pod == nullptr) return finish(false, json{{"Error", "request has no Pod"}});
   auto parsed = k8s::parse_pod(*pod);
   if (!parsed) return finish(false, json{{"Error", parsed.error()}});
+  // The same profile check as filter: a pod filter refuses must not have victims chosen for it.
+  std::string policy_error;
+  if (placement::Scheduler::select_profile(*scheduler_.policy(), parsed->info, &policy_error) ==
+      nullptr) {
+    return finish(false, json{{"Error", policy_error}});
+  }
 
   const json* candidates = wire::field(*args, "NodeNameToMetaVictims");
   if (candidates == nullptr) candidates = wire::field(*args, "NodeNameToVictims");

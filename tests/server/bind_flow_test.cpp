@@ -98,6 +98,15 @@ TEST_CASE("bind is idempotent on the same node and refuses inconsistent calls", 
     CHECK(r.at("Error").get<std::string>().find("h100-nvs-01") != std::string::npos);
     CHECK(srv.state() == bound);
   }
+  SECTION("a retry naming another pod with a bound pod's UID is an error, not idempotent") {
+    const json r = srv.call("/bind", bind_args("mallory", "uid-a", "h100-nvs-01", "evil"));
+    const std::string error = r.at("Error");
+    CHECK(error.find("default/a") != std::string::npos);
+    CHECK(error.find("evil/mallory") != std::string::npos);
+    CHECK(has_error(srv.call("/bind", bind_args("a", "uid-a", "h100-nvs-01", "evil"))));
+    CHECK(srv.state() == bound);
+    CHECK(srv.binder().bindings().size() == 1);
+  }
   SECTION("a pod never filtered is an error") {
     const json r = srv.call("/bind", bind_args("ghost", "uid-ghost", "h100-nvs-02"));
     CHECK(r.at("Error").get<std::string>().find("uid-ghost") != std::string::npos);

@@ -39,6 +39,9 @@ std::span<const MigProfile> mig_profiles(MigFamily family);
 // The profile called `name` on `family`, or nullptr if that family has no such profile.
 const MigProfile* find_mig_profile(MigFamily family, std::string_view name);
 
+// Every profile name some family in the table offers, sorted, each once ("1g.10gb", ...).
+std::vector<std::string_view> known_mig_profile_names();
+
 // Memory-slice mask of an instance placed at `start`: bits [start, start + width).
 inline std::uint8_t mig_slice_mask(int start, int width) {
   return static_cast<std::uint8_t>(((1u << width) - 1u) << start);

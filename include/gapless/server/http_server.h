@@ -5,12 +5,16 @@
 //
 // Extender verbs always answer HTTP 200 (kube-scheduler discards non-200 bodies); failures,
 // including bodies over the size limit, travel in the "Error" field. Other routes use 4xx.
+// Only the verbs read a request body, as raw JSON whatever its Content-Type, and never more than
+// max_body_bytes of it (chunked too). Ambiguous framing (two Content-Lengths, Content-Length with
+// Transfer-Encoding) is refused before any body is read; every refusal or error answer closes the
+// connection, since part of the request may be unread.
 //
 // Connections are served by a bounded pool: `workers` threads, and at most `max_queue`
 // connections waiting for one. A connection that finds the queue full is not queued: a small
 // overflow lane reads its request and answers at once. /healthz and /readyz are answered
 // normally there, extender verbs get HTTP 200 with {"Error":"overloaded: ..."}, other routes 503;
-// each such answer is counted in gapless_http_overload_total{route}.
+// each such answer is counted in gapless_http_overload_total{route}, and closes its connection.
 #pragma once
 
 #include <algorithm>
