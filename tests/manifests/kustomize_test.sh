@@ -115,13 +115,16 @@ for verb in ("filter", "prioritize", "bind", "preempt"):
     check(e.get(verb + "Verb") == verb, f"{verb}Verb: {verb}")
 check(e.get("nodeCacheCapable") is True, "nodeCacheCapable: true")
 check(e.get("ignorable") is False, "ignorable: false")
-check(isinstance(e.get("weight"), int) and e["weight"] > 0, "weight > 0")
-managed = {m["name"]: m.get("ignoredByScheduler", False) for m in e.get("managedResources", [])}
-for name, ignored in [("nvidia.com/gpu", False), ("gapless.io/gpu-memory", True),
-                      ("gapless.io/gpu-compute", True), ("gapless.io/gpu-shared-count", True),
-                      ("aliyun.com/gpu-mem", False)]:
-    check(managed.get(name) == ignored, f"managedResources {name} ignoredByScheduler={ignored}")
-check(any(n.startswith("nvidia.com/mig-") for n in managed), "managedResources lists MIG profiles")
+# Gapless's 10 against 9 must outweigh every score plugin left enabled (1000 points at most).
+check(isinstance(e.get("weight"), int) and e["weight"] * 10 > 1000, "weight x 10 > 1000")
+check(not e.get("managedResources"), "no managedResources: every pod reaches Gapless")
+prof = cfg["profiles"][0]
+disabled = {p["name"] for p in prof.get("plugins", {}).get("score", {}).get("disabled", [])}
+check({"NodeResourcesFit", "NodeResourcesBalancedAllocation"} <= disabled,
+      "the resource-spreading score plugins are disabled")
+fit_args = [p.get("args", {}) for p in prof.get("pluginConfig", []) if p.get("name") == "NodeResourcesFit"]
+check(len(fit_args) == 1 and "gapless.io" in fit_args[0].get("ignoredResourceGroups", []),
+      "NodeResourcesFit ignores the gapless.io share resources")
 le = cfg.get("leaderElection", {})
 check(le.get("leaderElect") is True and le.get("resourceName") == "gapless-scheduler"
       and le.get("resourceNamespace") == NS, "leader election lease gapless-system/gapless-scheduler")

@@ -288,3 +288,33 @@ TEST_CASE("score_pick agrees with choose", "[placement][engine]") {
     }
   }
 }
+
+TEST_CASE("normalize: the engine's best node alone gets 10, whatever the spread of scores",
+          "[placement][engine][normalize]") {
+  using gapless::placement::normalize_scores;
+  const std::vector<std::uint64_t> rank = {5, 4, 3, 2, 1};
+  // Scores 0.50 and 0.51 would both round to 5 under 10 x score; here the better one wins alone.
+  CHECK(normalize_scores({0.50, 0.51, 0.10, -1, 0.30}, rank) ==
+        std::vector<int>{8, 10, 0, 0, 4});  // 9 x (s - 0.10) / 0.41, rounded down
+  // Equal engine scores: the lower rank is the best (10), the other gets 9, above the rest.
+  CHECK(normalize_scores({0.7, 0.7, 0.2, 0.2, 0.1}, rank) == std::vector<int>{9, 10, 1, 1, 0});
+  // All equal: one 10, the rest 9.
+  CHECK(normalize_scores({0.4, 0.4, 0.4}, {1, 2, 3}) == std::vector<int>{10, 9, 9});
+  // Nothing fits: all 0.
+  CHECK(normalize_scores({-1, -1}, {1, 2}) == std::vector<int>{0, 0});
+  // A strictly best node, over many random score sets: it alone gets the maximum.
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<double> raw(12);
+    std::vector<std::uint64_t> r(12);
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+      raw[i] = u(rng);
+      r[i] = rng();
+    }
+    const auto best = std::max_element(raw.begin(), raw.end()) - raw.begin();
+    const auto out = normalize_scores(raw, r);
+    CHECK(out[best] == 10);
+    CHECK(std::count(out.begin(), out.end(), 10) == 1);
+  }
+}

@@ -1,0 +1,155 @@
+// As-deployed mode: the shipped KubeSchedulerConfiguration, combined as kube-scheduler combines
+// it, picks the node Gapless ranks best; and the HTTP extender places exactly as the engine does
+// in-process.
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+#include "deployed.h"
+#include "gapless/k8s/cluster_file.h"
+#include "gapless/policy/loader.h"
+#include "gapless/server/extender.h"
+#include "gapless/server/http_server.h"
+#include "sweep.h"
+
+using namespace gapless;
+using namespace gapless::bench;
+
+namespace {
+
+const std::string kSource = GAPLESS_SOURCE_DIR;
+const std::string kFixtures = kSource + "/tests/fixtures/bench/";
+
+SweepInput fixture_input() {
+  SweepInput in;
+  const std::string err =
+      load_inputs(kFixtures + "nodes.csv", {kFixtures + "pods.csv"}, &in);
+  REQUIRE(err.empty());
+  return in;
+}
+
+PolicySetup shipped_policy() {
+  auto policy = policy::load_policy_file(kSource + "/policies/default.yaml");
+  REQUIRE(policy.ok());
+  PolicySetup setup;
+  setup.label = "policies/default.yaml";
+  std::string err;
+  setup.profile = *placement::select_profile(*policy, model::PodInfo{}, &err);
+  return setup;
+}
+
+// Passes every call to the in-process extender and records, for each pod that was scored, the
+// score Gapless gave the node kube-scheduler then bound it to.
+class Recording : public ExtenderPort {
+ public:
+  explicit Recording(std::unique_ptr<ExtenderPort> inner) : inner_(std::move(inner)) {}
+  bool filter(const TracePod& p, const std::string& uid, const std::vector<std::string>& nodes,
+              std::vector<std::string>* passed) override {
+    return inner_->filter(p, uid, nodes, passed);
+  }
+  bool prioritize(const TracePod& p, const std::string& uid, const std::vector<std::string>& nodes,
+                  std::vector<int>* scores) override {
+    if (!inner_->prioritize(p, uid, nodes, scores)) return false;
+    last_.clear();
+    for (std::size_t i = 0; i < nodes.size(); ++i) last_[nodes[i]] = (*scores)[i];
+    last_uid_ = uid;
+    return true;
+  }
+  bool bind(const TracePod& p, const std::string& uid, const std::string& node,
+            std::int64_t* granted) override {
+    if (uid == last_uid_) chosen_scores.push_back(last_.at(node));
+    return inner_->bind(p, uid, node, granted);
+  }
+  void bound_elsewhere(const TracePod& p, const std::string& uid,
+                       const std::string& node) override {
+    inner_->bound_elsewhere(p, uid, node);
+  }
+  std::vector<int> chosen_scores;  // Gapless's score of the node each scored pod got
+
+ private:
+  std::unique_ptr<ExtenderPort> inner_;
+  std::map<std::string, int> last_;
+  std::string last_uid_;
+};
+
+}  // namespace
+
+TEST_CASE("the shipped scheduler configuration, as the emulation reads it", "[bench][deployed]") {
+  auto c = load_scheduler_config(kSource + "/manifests/scheduler-config.yaml");
+  REQUIRE(c.ok());
+  CHECK(c->has_extender);
+  CHECK(c->filter_verb);
+  CHECK(c->prioritize_verb);
+  CHECK(c->bind_verb);
+  CHECK(c->managed.empty());  // every pod reaches Gapless
+  CHECK(c->fit_weight == 0);
+  CHECK(c->balanced_weight == 0);
+  CHECK(c->weight * 10 > 1000);  // 10 vs 9 outweighs every score plugin left enabled
+  CHECK(c->percentage_of_nodes_to_score == 100);
+
+  CHECK_FALSE(parse_scheduler_config("kind: Pod\n", "x").ok());
+  CHECK_FALSE(parse_scheduler_config(
+                  "kind: KubeSchedulerConfiguration\nextenders:\n- prioritizeVerb: p\n", "x")
+                  .ok());  // a prioritize verb needs a positive weight
+}
+
+TEST_CASE("kube-scheduler with the shipped configuration binds every pod to Gapless's best node",
+          "[bench][deployed]") {
+  const SweepInput in = fixture_input();
+  const Workload& w = in.workloads[0];
+  const Arrivals a = make_arrivals(w, gpu_capacity_milli(in.nodes), in.nodes.size(), 42);
+  auto shipped = load_scheduler_config(kSource + "/manifests/scheduler-config.yaml");
+  REQUIRE(shipped.ok());
+  Recording rec(in_process_extender(in.nodes, shipped_policy()));
+  replay_deployed(in.nodes, w, a, *shipped, rec, 42);
+  REQUIRE(rec.chosen_scores.size() > 50);
+  for (int s : rec.chosen_scores) CHECK(s == 10);
+
+  // The same emulation with a weight of 5 and kube-scheduler's default score plugins (the
+  // configuration Gapless shipped before): the plugins move some pods off Gapless's choice.
+  SchedulerConfig weak = *shipped;
+  weak.weight = 5;
+  weak.fit_weight = weak.balanced_weight = 1;
+  Recording other(in_process_extender(in.nodes, shipped_policy()));
+  replay_deployed(in.nodes, w, a, weak, other, 42);
+  CHECK(std::count_if(other.chosen_scores.begin(), other.chosen_scores.end(),
+                      [](int s) { return s < 10; }) > 0);
+}
+
+TEST_CASE("over HTTP the extender places exactly as the engine does in-process",
+          "[bench][deployed][http]") {
+  const SweepInput in = fixture_input();
+  const Workload& w = in.workloads[0];
+  const PolicySetup policy = shipped_policy();
+  auto config = load_scheduler_config(kSource + "/manifests/scheduler-config.yaml");
+  REQUIRE(config.ok());
+
+  // A live extender on the NodeList gapless-bench --write-cluster writes.
+  auto cluster = k8s::parse_cluster_file(cluster_file_json(in.nodes), "bench nodes");
+  REQUIRE(cluster.ok());
+  auto file_policy = policy::load_policy_file(kSource + "/policies/default.yaml");
+  REQUIRE(file_policy.ok());
+  server::Metrics metrics;
+  server::InMemoryBinder binder;
+  server::Extender extender(std::move(cluster->cluster), *file_policy, binder, metrics);
+  server::HttpServer http(extender, server::HttpOptions{});
+  auto port = http.bind("127.0.0.1", 0);
+  REQUIRE(port.ok());
+  std::thread serving([&] { http.serve(); });
+
+  const Arrivals a = make_arrivals(w, gpu_capacity_milli(in.nodes), in.nodes.size(), 42);
+  auto local = in_process_extender(in.nodes, policy);
+  const RunResult engine = replay_deployed(in.nodes, w, a, *config, *local, 42);
+  auto remote = http_extender("http://127.0.0.1:" + std::to_string(*port));
+  const RunResult over_http = replay_deployed(in.nodes, w, a, *config, *remote, 42);
+  REQUIRE(engine.events.size() == over_http.events.size());
+  CHECK(engine.failed > 0);  // the trace is tuned to 130 %: the comparison covers refusals too
+  CHECK(engine.placed == over_http.placed);
+  for (std::size_t i = 0; i < engine.events.size(); ++i) {
+    INFO("pod " << i);
+    CHECK(engine.events[i].used_milli == over_http.events[i].used_milli);
+  }
+  CHECK(binder.bindings().size() == static_cast<std::size_t>(over_http.placed));
+  http.stop();
+  serving.join();
+}
