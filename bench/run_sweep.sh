@@ -5,11 +5,11 @@
 # mode on the default trace; last, bench/plot.sh renders the PNGs (skipped, with a note, when
 # gnuplot is missing).
 #
-#   bench/run_sweep.sh                 # traces from ../shared/traces/alibaba-gpu-v2023
+#   bench/run_sweep.sh                 # traces from bench/traces/alibaba-gpu-v2023
 #   TRACES=/path/to/csv bench/run_sweep.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-traces=${TRACES:-$root/../shared/traces/alibaba-gpu-v2023}
+traces=${TRACES:-$root/bench/traces/alibaba-gpu-v2023}
 build=${BUILD:-$root/build-bench}
 out=$root/bench/results
 
@@ -31,6 +31,11 @@ cp "$build"/curves/default_*.csv "$out/curves/"
 "$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" "${pods[@]}" \
   --policy policies/default.yaml --policy bundle --policy spread --seeds 42-51 --json \
   --markdown "$out/table_policies.md" >"$out/results_policies.jsonl"
+# As deployed: the same replays through kube-scheduler configured as manifests/ ships it.
+"$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" "${pods[@]}" \
+  --policy policies/default.yaml --seeds 42-51 --json \
+  --scheduler-config manifests/scheduler-config.yaml \
+  --markdown "$out/table_deployed.md" >"$out/results_deployed.jsonl"
 "$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" \
   --pods "$traces/openb_pod_list_default.csv" --dynamic --speedup 100000 \
   --policy bestfit --policy fgd --policy gapless --policy policies/default.yaml --seeds 42-51 \

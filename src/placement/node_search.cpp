@@ -289,8 +289,14 @@ std::optional<GpuSet> best_set(const model::Node& node, const std::vector<int>& 
   out.gpu_score = s.best_score;
   out.connectivity = s.best_conn;
   if (clique_before >= 2) {
+    // Only the shrink a better pick could have avoided counts: with fewer free GPUs outside the
+    // largest island than the pod needs (an NVSwitch node, where every GPU is in it), taking
+    // from the island is forced, and the GPUs left are as well connected as they can be.
     const int after = max_nvlink_clique(node.links, s.all & ~taken);
-    out.island_kept = 1.0 - static_cast<double>(clique_before - after) / k;
+    const int outside = std::popcount(s.all) - clique_before;
+    const int forced = std::max(0, k - outside);
+    const int avoidable = std::max(0, clique_before - after - forced);
+    out.island_kept = 1.0 - static_cast<double>(avoidable) / k;
   }
   return out;
 }

@@ -318,3 +318,21 @@ TEST_CASE("normalize: the engine's best node alone gets 10, whatever the spread 
     CHECK(std::count(out.begin(), out.end(), 10) == 1);
   }
 }
+
+TEST_CASE("the shipped policy ranks NVSwitch over DGX-1 over PCIe for a 2-GPU pod on idle nodes",
+          "[placement][engine][topology]") {
+  // Taking 2 of 8 NVSwitch GPUs shrinks the node's one island, but no pick could avoid that, so
+  // it is not counted against the node: its 18-lane pair wins. (It was, and a PCIe-only T4 box
+  // then outranked the NVSwitch H100.)
+  Cluster c;
+  c.upsert_node(h100_nvswitch("h100"));
+  c.upsert_node(dgx1_v100("dgx1"));
+  c.upsert_node(t4_node("t4"));
+  const std::vector<std::string> names = {"h100", "dgx1", "t4"};
+  const auto policy = gapless::placement::builtin_policy();
+  const auto scores =
+      prioritize(c, whole(2, gapless::model::TopologyWish::kNvlinkPreferred), policy.profiles[0],
+                 names);
+  CHECK(scores[0] == 10);
+  CHECK(scores[1] > scores[2]);
+}
