@@ -11,32 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/deps.sh
-# clang and its runtime libraries (libFuzzer, ASan, UBSan), from Debian packages when missing.
-can_fuzz() {
-  command -v clang++ >/dev/null 2>&1 || return 1
-  local probe
-  probe=$(mktemp -d)
-  printf 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long) { return 0; }\n' \
-    >"$probe/probe.cpp"
-  clang++ -fsanitize=fuzzer,address,undefined "$probe/probe.cpp" -o "$probe/probe" \
-    >/dev/null 2>&1
-  local rc=$?
-  rm -rf "$probe"
-  return $rc
-}
-if ! can_fuzz; then
-  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  command -v clang++ >/dev/null 2>&1 ||
-    $sudo apt-get install -y -qq --no-install-recommends clang
-  if ! can_fuzz; then
-    major=$(clang++ -dumpversion | cut -d. -f1)
-    echo "installing: libclang-rt-$major-dev" >&2
-    $sudo apt-get install -y -qq --no-install-recommends "libclang-rt-$major-dev"
-  fi
-  can_fuzz || { echo "fuzz.sh: clang++ -fsanitize=fuzzer does not work here" >&2; exit 1; }
-fi
+scripts/clang-deps.sh  # clang with libFuzzer, ASan and UBSan
 
 all_targets=(extender_filter extender_prioritize extender_bind extender_preempt pod node topology
              allocation_record cluster_file quantity json_stream kubeconfig policy)

@@ -2,9 +2,11 @@
 # The test command: installs dependencies, builds everything with warnings as errors, runs the
 # whole suite through ctest.
 #   scripts/test.sh                              # normal build in build/
-#   SANITIZE=address,undefined scripts/test.sh   # ASan+UBSan build in build-asan/
+#   SANITIZE=address,undefined scripts/test.sh   # ASan+UBSan build in build-asan/ (gcc)
+#   SANITIZE=fuzz scripts/test.sh                # ASan+UBSan in the clang fuzz build, build-fuzz/
 #   SANITIZE=thread scripts/test.sh              # TSan build in build-tsan/
-#   CI=true scripts/test.sh                      # CI: all three, then a fuzz smoke run
+#   CI=true scripts/test.sh                      # CI: normal, fuzz (ASan+UBSan) and TSan, then a
+#                                                # fuzz smoke run in the same clang build
 #                                                # (FUZZ_SECONDS per target, default 30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,8 +16,9 @@ if [ "${CI:-}" = "true" ] && [ -z "${SANITIZE+x}" ]; then
   stage() { echo "=== $1 (at $((SECONDS - start)) s)"; }
   stage "normal build and suite"
   SANITIZE= CI= scripts/test.sh
-  stage "ASan + UBSan build and suite"
-  SANITIZE=address,undefined CI= scripts/test.sh
+  # ASan+UBSan in the clang build the fuzzers use: one build serves the suite and the fuzz run.
+  stage "ASan + UBSan build and suite (clang, the fuzz build)"
+  SANITIZE=fuzz CI= scripts/test.sh
   stage "TSan build and suite"
   SANITIZE=thread CI= scripts/test.sh
   stage "fuzz smoke run"
@@ -29,9 +32,18 @@ san="${SANITIZE:-}"
 case "$san" in
   "") dir=build; type=RelWithDebInfo ;;
   thread) dir=build-tsan; type=Debug ;;
+  fuzz) dir=build-fuzz; type=RelWithDebInfo ;;
   *) dir=build-asan; type=Debug ;;
 esac
-cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DGAPLESS_WERROR=ON -DGAPLESS_SANITIZE="$san" >/dev/null
+if [ "$san" = fuzz ]; then
+  # The configuration scripts/fuzz.sh uses (clang, libFuzzer coverage, ASan+UBSan), so the fuzz
+  # run after it rebuilds nothing. Warnings are gcc's job (-Werror in the normal build).
+  scripts/clang-deps.sh
+  CC=clang CXX=clang++ cmake -S . -B "$dir" -DGAPLESS_FUZZ=ON -DCMAKE_BUILD_TYPE="$type" >/dev/null
+else
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DGAPLESS_WERROR=ON -DGAPLESS_SANITIZE="$san" \
+    >/dev/null
+fi
 cmake --build "$dir" -j"${JOBS:-2}"
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp"
