@@ -208,6 +208,14 @@ std::uint64_t tie_break_rank(std::string_view node) {
     h ^= c;
     h *= 1099511628211ULL;
   }
+  // FNV-1a alone keeps names that differ only in their last characters (node-0001, node-0002, ...)
+  // in nearly the order of those characters, and node numbering often follows hardware generations:
+  // the tie-break then prefers one GPU model. SplitMix64's finalizer scatters them.
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebULL;
+  h ^= h >> 31;
   return h;
 }
 
