@@ -204,8 +204,10 @@ Status check_options(const HttpOptions& o) {
 //  - Overflow lane: otherwise, one of kOverflowThreads threads runs the function with
 //    t_overflow set. The handlers then answer without work: health probes normally, extender
 //    verbs with {"Error":"overloaded: ..."}, other routes 503, with "Connection: close".
-//  - If even the overflow lane's queue is full, the accept thread runs the connection itself
-//    (t_overflow set): accepting pauses for that long instead of piling up descriptors.
+//  - If even the overflow lane's queue is full, the calling thread runs the connection itself
+//    (t_overflow set). Over HTTPS that is the accept thread: accepting pauses for that long
+//    instead of piling up descriptors. Over plain HTTP it is the door thread, with the request
+//    already read (plain_connection.h), so only the answer's write can take time.
 // shutdown() lets every queued connection run (httplib's function sees the listener closed and
 // just closes the socket) and joins all threads.
 class ConnectionPool {
