@@ -152,4 +152,77 @@ std::string dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+namespace {
+
+// Appends `s` as dump() writes a JSON string. Node names are DNS names, so the fast path (no
+// escaping) is the rule; anything else goes through nlohmann for the same escapes and
+// replacement of invalid UTF-8.
+void append_string(std::string& out, std::string_view s) {
+  const bool plain = std::all_of(
+      s.begin(), s.end(), [](char c) { return c >= 0x20 && c != '"' && c != '\\' && c != 0x7f; });
+  if (!plain) {
+    out += dump(json(std::string(s)));
+    return;
+  }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+using Rejections = std::vector<const placement::FilterResult::Rejection*>;
+
+// {"node":"reason",...} sorted by node, as nlohmann orders an object's keys.
+void append_rejections(std::string& out, Rejections rejections,
+                       const std::vector<std::string>& reason_json) {
+  std::sort(rejections.begin(), rejections.end(),
+            [](const auto* a, const auto* b) { return a->node < b->node; });
+  out += '{';
+  for (std::size_t i = 0; i < rejections.size(); ++i) {
+    if (i > 0) out += ',';
+    append_string(out, rejections[i]->node);
+    out += ':';
+    out += reason_json[rejections[i]->reason];
+  }
+  out += '}';
+}
+
+}  // namespace
+
+std::string filter_names_answer(const placement::FilterResult& r) {
+  std::vector<std::string> reason_json;  // each reason escaped once, however many nodes share it
+  for (const auto& reason : r.reasons) reason_json.push_back(dump(json(reason.text)));
+  Rejections failed;
+  Rejections unresolvable;
+  for (const auto& rejection : r.rejected) {
+    (r.reasons[rejection.reason].unresolvable ? unresolvable : failed).push_back(&rejection);
+  }
+  std::string out = "{\"Error\":\"\",\"FailedAndUnresolvableNodes\":";
+  append_rejections(out, std::move(unresolvable), reason_json);
+  out += ",\"FailedNodes\":";
+  append_rejections(out, std::move(failed), reason_json);
+  out += ",\"NodeNames\":[";
+  for (std::size_t i = 0; i < r.passed.size(); ++i) {
+    if (i > 0) out += ',';
+    append_string(out, r.passed[i]);
+  }
+  out += "],\"Nodes\":null}";
+  return out;
+}
+
+std::string host_priority_list(const std::vector<std::string>& hosts,
+                               const std::vector<int>& scores) {
+  std::string out = "[";
+  out.reserve(hosts.size() * 40);
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    if (i > 0) out += ',';
+    out += "{\"Host\":";
+    append_string(out, hosts[i]);
+    out += ",\"Score\":";
+    out += std::to_string(scores[i]);
+    out += '}';
+  }
+  out += ']';
+  return out;
+}
+
 }  // namespace gapless::server::wire

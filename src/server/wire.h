@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gapless/model/result.h"
+#include "gapless/placement/engine.h"
 
 namespace gapless::server::wire {
 
@@ -26,5 +27,15 @@ Result<std::string> string_field(const nlohmann::json& obj, std::string_view key
 
 // Serializes for the wire; invalid UTF-8 echoed from the input is replaced, never thrown on.
 std::string dump(const nlohmann::json& j);
+
+// The answers of filter (nodeCache mode) and prioritize, written without building a DOM (issue
+// 12: at 5,000 nodes the FailedNodes object and its dump cost more than the placement itself).
+// Byte for byte what dump() writes for the same values, keys in nlohmann's sorted order.
+//
+// ExtenderFilterResult with NodeNames = r.passed, Nodes = null, Error = "".
+std::string filter_names_answer(const placement::FilterResult& r);
+// HostPriorityList: [{"Host":hosts[i],"Score":scores[i]}, ...]. REQUIRES: equal sizes.
+std::string host_priority_list(const std::vector<std::string>& hosts,
+                               const std::vector<int>& scores);
 
 }  // namespace gapless::server::wire
