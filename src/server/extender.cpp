@@ -54,16 +54,16 @@ struct ExtenderArgs {
 };
 
 Result<ExtenderArgs> parse_args(std::string_view body) {
-  auto args = wire::parse_object(body);
+  auto args = wire::parse_extender_args(body);
   if (!args) return Error{args.error()};
-  const json* pod = wire::field(*args, "Pod");
+  const json* pod = wire::field(args->object, "Pod");
   if (pod == nullptr) return Error{"request has no Pod"};
   auto parsed = k8s::parse_pod(*pod);
   if (!parsed) return Error{parsed.error()};
   bool full = false;
   auto names = wire::node_names(*args, &full);
   if (!names) return Error{names.error()};
-  return ExtenderArgs{std::move(*args), std::move(*parsed), std::move(*names), full};
+  return ExtenderArgs{std::move(args->object), std::move(*parsed), std::move(*names), full};
 }
 
 std::string pod_key(const model::PodInfo& p) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -43,31 +44,83 @@ namespace {
 // Wrapping the plain builder keeps every event O(1) beyond the key's own length.
 class KeyCheckingDomBuilder {
  public:
-  explicit KeyCheckingDomBuilder(json& result) : dom_(result, /*allow_exceptions=*/true) {}
+  // With `capture_names`, a top-level NodeNames array goes into names() instead of the DOM
+  // (issue 12: building 5,000 DOM strings and copying them out cost more than the placement).
+  KeyCheckingDomBuilder(json& result, bool capture_names)
+      : dom_(result, /*allow_exceptions=*/true), capture_names_(capture_names) {}
 
-  bool null() { return dom_.null(); }
-  bool boolean(bool v) { return dom_.boolean(v); }
-  bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
-  bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
-  bool number_float(json::number_float_t v, const json::string_t& s) {
-    return dom_.number_float(v, s);
+  bool null() { return captured_other() || (flush() && dom_.null()); }
+  bool boolean(bool v) { return captured_other() || (flush() && dom_.boolean(v)); }
+  bool number_integer(json::number_integer_t v) {
+    return captured_other() || (flush() && dom_.number_integer(v));
   }
-  bool string(json::string_t& v) { return dom_.string(v); }
-  bool binary(json::binary_t& v) { return dom_.binary(v); }
+  bool number_unsigned(json::number_unsigned_t v) {
+    return captured_other() || (flush() && dom_.number_unsigned(v));
+  }
+  bool number_float(json::number_float_t v, const json::string_t& s) {
+    return captured_other() || (flush() && dom_.number_float(v, s));
+  }
+  bool binary(json::binary_t& v) { return captured_other() || (flush() && dom_.binary(v)); }
+  bool string(json::string_t& v) {
+    if (capturing_) {
+      if (skip_depth_ == 0) names_->push_back(std::move(v));
+      return true;
+    }
+    return flush() && dom_.string(v);
+  }
   bool start_object(std::size_t n) {
+    if (captured_other()) {
+      ++skip_depth_;
+      return true;
+    }
+    flush();
     open_keys_.emplace_back();
+    ++depth_;
     return dom_.start_object(n);
   }
   bool key(json::string_t& k) {
+    if (capturing_) return true;  // in an object inside NodeNames: refused anyway
     check_key(k);
+    if (capture_names_ && depth_ == 1 && !names_ && lower(k) == "nodenames") {
+      pending_key_ = k;  // forwarded by flush() unless its value is an array
+      return true;
+    }
     return dom_.key(k);
   }
   bool end_object() {
+    if (capturing_) {
+      --skip_depth_;
+      return true;
+    }
     open_keys_.pop_back();
+    --depth_;
     return dom_.end_object();
   }
-  bool start_array(std::size_t n) { return dom_.start_array(n); }
-  bool end_array() { return dom_.end_array(); }
+  bool start_array(std::size_t n) {
+    if (captured_other()) {
+      ++skip_depth_;
+      return true;
+    }
+    if (pending_key_) {
+      pending_key_.reset();
+      capturing_ = true;
+      names_.emplace();
+      return true;
+    }
+    ++depth_;
+    return dom_.start_array(n);
+  }
+  bool end_array() {
+    if (capturing_) {
+      if (skip_depth_ == 0)
+        capturing_ = false;
+      else
+        --skip_depth_;
+      return true;
+    }
+    --depth_;
+    return dom_.end_array();
+  }
   template <class Exception>
   bool parse_error(std::size_t pos, const std::string& token, const Exception& ex) {
     return dom_.parse_error(pos, token, ex);  // throws ex
@@ -75,48 +128,102 @@ class KeyCheckingDomBuilder {
 
   // The first key seen twice in one object (as typed), or "".
   const std::string& duplicate() const { return duplicate_; }
+  // The NodeNames array, when captured; names_ok() is false if an element was not a string.
+  std::optional<std::vector<std::string>>& names() { return names_; }
+  bool names_ok() const { return names_ok_; }
 
  private:
+  static std::string lower(std::string k) {
+    std::transform(k.begin(), k.end(), k.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return k;
+  }
+
   void check_key(const std::string& k) {
     if (!duplicate_.empty() || open_keys_.empty()) return;
-    std::string lower = k;
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (!open_keys_.back().insert(std::move(lower)).second) duplicate_ = k;
+    if (!open_keys_.back().insert(lower(k)).second) duplicate_ = k;
+  }
+
+  // Inside the captured NodeNames: a value other than a string. Returns whether capturing.
+  bool captured_other() {
+    if (capturing_ && skip_depth_ == 0) names_ok_ = false;
+    return capturing_;
+  }
+
+  // Forwards a held-back NodeNames key whose value turned out not to be an array.
+  bool flush() {
+    if (pending_key_) {
+      dom_.key(*pending_key_);
+      pending_key_.reset();
+    }
+    return true;
   }
 
   nlohmann::detail::json_sax_dom_parser<json> dom_;
   std::vector<std::unordered_set<std::string>> open_keys_;  // one set per open object
   std::string duplicate_;
+  const bool capture_names_;
+  std::size_t depth_ = 0;  // open objects and arrays in the DOM
+  std::optional<std::string> pending_key_;
+  bool capturing_ = false;
+  std::size_t skip_depth_ = 0;  // containers open inside the captured array
+  std::optional<std::vector<std::string>> names_;
+  bool names_ok_ = true;
 };
+
+// Parses through `builder` into `j`; the error message for the wire, or "".
+std::string parse_into(std::string_view body, KeyCheckingDomBuilder& builder, const json& j) {
+  // Answers and messages echo parts of the body, and dumping recurses once per level.
+  if (!k8s::json_depth_ok(body)) return std::string("malformed JSON: ") + k8s::kJsonTooDeep;
+  try {
+    json::sax_parse(body, &builder);
+  } catch (const json::exception& e) {
+    return std::string("malformed JSON: ") + e.what();
+  }
+  if (!builder.duplicate().empty()) {
+    return "malformed JSON: duplicate key \"" + builder.duplicate() +
+           "\" in one object (keys are matched case-insensitively)";
+  }
+  if (!j.is_object()) return "request body must be a JSON object";
+  return "";
+}
+
+constexpr const char* kBadNodeNames = "NodeNames must be an array of node names";
 
 }  // namespace
 
 Result<json> parse_object(std::string_view body) {
-  // Answers and messages echo parts of the body, and dumping recurses once per level.
-  if (!k8s::json_depth_ok(body)) return Error{std::string("malformed JSON: ") + k8s::kJsonTooDeep};
   json j;
-  KeyCheckingDomBuilder builder(j);
-  try {
-    json::sax_parse(body, &builder);
-  } catch (const json::exception& e) {
-    return Error{std::string("malformed JSON: ") + e.what()};
-  }
-  if (!builder.duplicate().empty()) {
-    return Error{"malformed JSON: duplicate key \"" + builder.duplicate() +
-                 "\" in one object (keys are matched case-insensitively)"};
-  }
-  if (!j.is_object()) return Error{"request body must be a JSON object"};
+  KeyCheckingDomBuilder builder(j, /*capture_names=*/false);
+  if (std::string error = parse_into(body, builder, j); !error.empty()) return Error{error};
   return j;
+}
+
+Result<ExtenderArgsBody> parse_extender_args(std::string_view body) {
+  ExtenderArgsBody out;
+  KeyCheckingDomBuilder builder(out.object, /*capture_names=*/true);
+  if (std::string error = parse_into(body, builder, out.object); !error.empty()) {
+    return Error{error};
+  }
+  out.node_names = std::move(builder.names());
+  out.node_names_ok = builder.names_ok();
+  return out;
+}
+
+Result<std::vector<std::string>> node_names(ExtenderArgsBody& args, bool* full_mode) {
+  if (!args.node_names) return node_names(args.object, full_mode);
+  *full_mode = false;
+  if (!args.node_names_ok) return Error{kBadNodeNames};
+  return std::move(*args.node_names);
 }
 
 Result<std::vector<std::string>> node_names(const json& args, bool* full_mode) {
   std::vector<std::string> out;
   *full_mode = false;
   if (const json* names = field(args, "NodeNames")) {
-    if (!names->is_array()) return Error{"NodeNames must be an array of node names"};
+    if (!names->is_array()) return Error{kBadNodeNames};
     for (const json& n : *names) {
-      if (!n.is_string()) return Error{"NodeNames must be an array of node names"};
+      if (!n.is_string()) return Error{kBadNodeNames};
       out.push_back(n.get<std::string>());
     }
     return out;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,18 @@ Result<nlohmann::json> parse_object(std::string_view body);
 // The candidate node names of ExtenderArgs: NodeNames in nodeCache mode, else Nodes.items[]
 // names. `full_mode` tells which one the request used.
 Result<std::vector<std::string>> node_names(const nlohmann::json& args, bool* full_mode);
+
+// An ExtenderArgs body (filter, prioritize), parsed as parse_object() does except that a
+// top-level NodeNames array goes straight into `node_names` instead of the DOM (issue 12).
+struct ExtenderArgsBody {
+  nlohmann::json object;
+  std::optional<std::vector<std::string>> node_names;  // set when NodeNames was an array
+  bool node_names_ok = true;                           // false: an element was not a string
+};
+Result<ExtenderArgsBody> parse_extender_args(std::string_view body);
+
+// node_names() of such a body; takes the captured names.
+Result<std::vector<std::string>> node_names(ExtenderArgsBody& args, bool* full_mode);
 
 // Required string field, e.g. PodUID in ExtenderBindingArgs.
 Result<std::string> string_field(const nlohmann::json& obj, std::string_view key);

@@ -1,6 +1,6 @@
-// filter (nodeCache mode) and prioritize write their answers without a DOM (issue 12); these
-// check that the text is byte for byte what nlohmann's dump() writes for the same values, names
-// that need escaping included.
+// filter (nodeCache mode) and prioritize read NodeNames and write their answers without a DOM
+// (issue 12); these check that the text is byte for byte what nlohmann's dump() writes for the
+// same values, names that need escaping included, and that NodeNames reads as before.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -58,6 +58,32 @@ TEST_CASE("prioritize's answer is what dump() writes, in input order", "[server]
   CHECK(r.at(0).at("Host") == "n2");
   CHECK(r.at(1).at("Host") == "zz\"quote");
   CHECK(r.at(5).at("Host") == "caf\xc3\xa9");
+}
+
+TEST_CASE("NodeNames read straight into names: every shape reads as through the DOM",
+          "[server][wire]") {
+  Fixture f;
+  const std::string pod = "{\"Pod\":" + gpu_pod("p", "uid-p", 1).dump() + ",";
+  auto filter = [&](const std::string& rest) { return json::parse(f.extender.filter(pod + rest)); };
+  CHECK(filter(R"("nodenames":["n1"]})").at("NodeNames") == json::array({"n1"}));
+  CHECK(filter(R"("NodeNames":[]})").at("NodeNames") == json::array());
+  for (const char* bad :
+       {R"("NodeNames":["n1",1]})", R"("NodeNames":["n1",["n2"]]})", R"("NodeNames":[{"a":"n1"}]})",
+        R"("NodeNames":"n1"})", R"("NodeNames":[null]})"}) {
+    INFO(bad);
+    CHECK(filter(bad).at("Error") == "NodeNames must be an array of node names");
+  }
+  // null: absent, so full mode's Nodes count.
+  const json full = filter(R"("NodeNames":null,"Nodes":{"items":[{"metadata":{"name":"n1"}}]}})");
+  CHECK(full.at("Error") == "");
+  CHECK(full.at("Nodes").at("items").size() == 1);
+  CHECK(filter(R"("NodeNames":["n1"],"nodeNames":["n2"]})")
+            .at("Error")
+            .get<std::string>()
+            .find("duplicate key") != std::string::npos);
+  // A NodeNames deeper down is no ExtenderArgs field and stays in the DOM.
+  CHECK(filter(R"("x":{"NodeNames":[1]},"NodeNames":["n2"]})").at("NodeNames") ==
+        json::array({"n2"}));
 }
 
 }  // namespace gapless::test
