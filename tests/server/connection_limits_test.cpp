@@ -89,7 +89,7 @@ TEST_CASE("a request trickling in is cut off at --request-timeout with 408",
   std::thread trickle([&] {
     for (char ch : head) {
       if (!slow.send(std::string(1, ch))) return;
-      std::this_thread::sleep_for(100ms);
+      std::this_thread::sleep_for(300ms);
     }
   });
   // Meanwhile the only worker is free for others.
@@ -101,7 +101,7 @@ TEST_CASE("a request trickling in is cut off at --request-timeout with 408",
   CHECK(res->status == 200);
   CHECK(answer.rfind("HTTP/1.1 408", 0) == 0);
   CHECK(waited >= 900ms);
-  CHECK(waited < 2500ms);  // the whole head would take 3.4 s
+  CHECK(waited < 8s);  // the whole head would take 10 s, each byte within --read-timeout
 }
 
 TEST_CASE("connections beyond --max-connections-per-peer are refused at once with 503",
