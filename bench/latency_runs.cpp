@@ -1,11 +1,17 @@
 #include "latency_runs.h"
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include "gapless/k8s/pod_request.h"
@@ -86,7 +92,8 @@ LatencyRun run_engine(const std::vector<StreamPod>& pods, const LatencyOptions& 
     auto f = sched.filter(*loaded, req, names);
     const double filter_ms = ms_since(t0);
     const auto t1 = Clock::now();
-    auto scores = placement::Scheduler::normalize(f.passed, sched.score(*loaded, req, profile, f.passed));
+    auto scores =
+        placement::Scheduler::normalize(f.passed, sched.score(*loaded, req, profile, f.passed));
     const double prioritize_ms = ms_since(t1);
     run.ms["filter"].push_back(filter_ms);
     run.ms["prioritize"].push_back(prioritize_ms);
@@ -207,6 +214,68 @@ void client_loop(int id, int clients, int port, const std::vector<StreamPod>& po
   log.error = e.what();
 }
 
+// Idle and slow connections against 127.0.0.1:port until `stop`; bounded by the counts given.
+class Attack {
+ public:
+  Attack(int port, int idle, int slow) : port_(port) {
+    if (idle + slow == 0) return;
+    for (int i = 0; i < idle; ++i) idle_.push_back(connect_once());
+    slow_.assign(static_cast<std::size_t>(slow), Slow{});
+    thread_ = std::thread([this] { trickle(); });
+  }
+  ~Attack() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    for (int fd : idle_) ::close(fd);
+    for (const Slow& s : slow_) ::close(s.fd);
+  }
+  Attack(const Attack&) = delete;
+  Attack& operator=(const Attack&) = delete;
+
+ private:
+  struct Slow {
+    int fd = -1;
+    std::size_t sent = 0;
+  };
+
+  int connect_once() const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port_));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    return fd;
+  }
+
+  // Each slow client sends its next byte every 500 ms; one the server closed starts over.
+  void trickle() {
+    static constexpr std::string_view kRequest =
+        "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: 100000\r\n\r\n{\"Pod\":{\"metadata\":{\"name\":\"slow\"}}";
+    while (!stop_) {
+      for (Slow& s : slow_) {
+        if (s.fd < 0) s = Slow{connect_once(), 0};
+        const char ch = kRequest[s.sent % kRequest.size()];
+        if (::send(s.fd, &ch, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
+          ::close(s.fd);
+          s.fd = -1;
+          continue;
+        }
+        ++s.sent;
+      }
+      for (int i = 0; i < 50 && !stop_; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  int port_;
+  std::vector<int> idle_;
+  std::vector<Slow> slow_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 }  // namespace
 
 LatencyRun run_http(const std::vector<StreamPod>& pods, const LatencyOptions& options) {
@@ -225,6 +294,12 @@ LatencyRun run_http(const std::vector<StreamPod>& pods, const LatencyOptions& op
   if (!port) throw std::runtime_error(port.error());
   std::thread serving([&] { srv.serve(); });
 
+  std::optional<Attack> attack;
+  attack.emplace(*port, options.idle_connections, options.slow_connections);
+  if (options.idle_connections + options.slow_connections > 0) {
+    run.mode += " attack " + std::to_string(options.idle_connections) + " idle + " +
+                std::to_string(options.slow_connections) + " slow";
+  }
   std::vector<ClientLog> logs(static_cast<std::size_t>(options.clients));
   const auto start = Clock::now();
   std::vector<std::thread> clients;
@@ -235,6 +310,7 @@ LatencyRun run_http(const std::vector<StreamPod>& pods, const LatencyOptions& op
   }
   for (std::thread& t : clients) t.join();
   run.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  attack.reset();
   srv.stop();
   serving.join();
   for (const ClientLog& log : logs) {

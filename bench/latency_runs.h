@@ -27,6 +27,11 @@ struct LatencyOptions {
   int clients = 2;         // http: concurrent clients, each with its own keep-alive connection
   bool full_node = false;  // http: Node objects in every request instead of NodeNames
   bool cache = true;       // reuse verdicts of unchanged nodes (VerdictCache)
+  // http: an attack beside the measured clients (issue 17): connections that connect and send
+  // nothing, and slow clients that send a request one byte every 500 ms (reconnecting when the
+  // server closes them), all open while the stream runs.
+  int idle_connections = 0;
+  int slow_connections = 0;
 };
 
 // In-process: the placement engine alone, no JSON, one caller.

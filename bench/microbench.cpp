@@ -5,6 +5,8 @@
 //
 //   gapless-microbench                           # 1,000 / 5,000 / 10,000 nodes, every mode
 //   gapless-microbench --nodes 5000 --modes engine --pods 2000
+//   gapless-microbench --nodes 1000 --modes http --attack 200,50   # issue 17: under attack
+//   gapless-microbench --parse 100000,200000                       # issue 17: parse time
 //
 // Modes: engine (in-process, no JSON, with and without the verdict cache), http (nodeCache:
 // NodeNames), http-full (full-node: Node objects in every request). Prints one markdown table.
@@ -12,11 +14,15 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <set>
 #include <string>
 
+#include "gapless/k8s/binder.h"
+#include "gapless/placement/profile.h"
+#include "gapless/server/extender.h"
 #include "latency_runs.h"
 #include "synthetic_cluster.h"
 
@@ -75,6 +81,23 @@ void print_run(int nodes, const bench::LatencyRun& run, int clients) {
                run.mode.c_str(), run.pods, run.bound, run.wall_s, extra.c_str(), rss_mib());
 }
 
+// Issue 17, finding 2: one filter call on {"x":[{},{},...]} with `objects` empty objects (every
+// verb parses the whole body first; the parse was quadratic in the objects of an array).
+void print_parse(int objects) {
+  std::string body = "{\"x\":[";
+  for (int i = 0; i < objects; ++i) body += i == 0 ? "{}" : ",{}";
+  body += "]}";
+  server::Metrics metrics;
+  k8s::InMemoryBinder binder;
+  server::Extender extender(bench::synthetic_cluster(10, 0.5, 42), placement::builtin_policy(),
+                            binder, metrics);
+  const auto t0 = std::chrono::steady_clock::now();
+  extender.filter(body);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("| %d | %zu | %.1f |\n", objects, body.size(), ms);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -93,7 +116,23 @@ int main(int argc, char** argv) {
   app.add_option("--clients", clients, "concurrent HTTP clients");
   app.add_option("--fill", fill, "fraction of GPUs taken before the stream starts");
   app.add_flag("!--no-baseline", baseline, "engine: skip the run without the verdict cache");
+  std::vector<int> attack;
+  app.add_option("--attack", attack,
+                 "http: IDLE,SLOW connections open beside the clients (idle: send nothing; slow: "
+                 "one byte every 500 ms); also runs http without them for comparison")
+      ->delimiter(',')
+      ->expected(2);
+  std::vector<int> parse_objects;
+  app.add_option("--parse", parse_objects,
+                 "only time one filter call on bodies of this many empty objects in an array")
+      ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
+
+  if (!parse_objects.empty()) {
+    std::printf("| objects | body bytes | filter ms |\n|---:|---:|---:|\n");
+    for (int n : parse_objects) print_parse(n);
+    return 0;
+  }
 
   std::printf("| nodes | mode | clients | verb | calls | p50 ms | p99 ms | max ms | pods/s |\n");
   std::printf("|---:|---|---:|---|---:|---:|---:|---:|---:|\n");
@@ -117,6 +156,13 @@ int main(int argc, char** argv) {
         o.full_node = mode == "http-full";
         print_run(n, bench::run_http(bench::pod_stream(o.full_node ? full_pods : pods, 7), o),
                   clients);
+        if (attack.size() == 2) {
+          o.idle_connections = attack[0];
+          o.slow_connections = attack[1];
+          print_run(n, bench::run_http(bench::pod_stream(o.full_node ? full_pods : pods, 7), o),
+                    clients);
+          o.idle_connections = o.slow_connections = 0;
+        }
       } else {
         std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
         return 2;

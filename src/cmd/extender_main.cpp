@@ -53,6 +53,9 @@ int main(int argc, char** argv) {
   int write_timeout = 30;
   std::size_t workers = server::default_workers();
   std::size_t max_queue = 64;
+  int request_timeout = 10;
+  std::size_t max_connections = 1024;
+  std::size_t max_connections_per_peer = 256;
   std::string tls_cert;
   std::string tls_key;
   std::string client_ca;
@@ -82,6 +85,18 @@ int main(int argc, char** argv) {
                  "connections that may wait for a busy worker; beyond, requests are answered at "
                  "once with an overload error")
       ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  app.add_option("--request-timeout", request_timeout,
+                 "seconds a request's head and body may take from its first byte (plain HTTP)")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--max-connections", max_connections,
+                 "open connections at most; beyond, new ones are closed at once (plain HTTP)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  app.add_option("--max-connections-per-peer", max_connections_per_peer,
+                 "open connections from one peer address at most (plain HTTP)")
+      ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   app.add_option("--tls-cert", tls_cert,
                  "serve HTTPS with this PEM certificate (chain); needs --tls-key");
@@ -179,6 +194,9 @@ int main(int argc, char** argv) {
   http_options.write_timeout = std::chrono::seconds(write_timeout);
   http_options.workers = workers;
   http_options.max_queue = max_queue;
+  http_options.request_timeout = std::chrono::seconds(request_timeout);
+  http_options.max_connections = max_connections;
+  http_options.max_connections_per_peer = max_connections_per_peer;
   http_options.tls_cert_file = tls_cert;
   http_options.tls_key_file = tls_key;
   http_options.client_ca_file = client_ca;

@@ -54,16 +54,16 @@ struct ExtenderArgs {
 };
 
 Result<ExtenderArgs> parse_args(std::string_view body) {
-  auto args = wire::parse_object(body);
+  auto args = wire::parse_extender_args(body);
   if (!args) return Error{args.error()};
-  const json* pod = wire::field(*args, "Pod");
+  const json* pod = wire::field(args->object, "Pod");
   if (pod == nullptr) return Error{"request has no Pod"};
   auto parsed = k8s::parse_pod(*pod);
   if (!parsed) return Error{parsed.error()};
   bool full = false;
   auto names = wire::node_names(*args, &full);
   if (!names) return Error{names.error()};
-  return ExtenderArgs{std::move(*args), std::move(*parsed), std::move(*names), full};
+  return ExtenderArgs{std::move(args->object), std::move(*parsed), std::move(*names), full};
 }
 
 std::string pod_key(const model::PodInfo& p) {
@@ -133,26 +133,22 @@ std::string Extender::filter(std::string_view body) {
   // Pods without GPUs too: with managedResources empty, kube-scheduler binds them through us.
   pending_.remember(args->pod);
   std::vector<std::size_t> per_reason(r.reasons.size());
-  json failed = json::object();
-  json unresolvable = json::object();
-  for (auto& [node, reason] : r.rejected) {
-    ++per_reason[reason];
-    (r.reasons[reason].unresolvable ? unresolvable : failed)[std::move(node)] =
-        r.reasons[reason].text;
-  }
+  for (const auto& rejection : r.rejected) ++per_reason[rejection.reason];
   for (std::size_t i = 0; i < r.reasons.size(); ++i) {
     metrics_.count_rejection(std::string(r.reasons[i].label), static_cast<double>(per_reason[i]));
   }
+  if (!args->full_mode) return wire::filter_names_answer(r);  // no DOM: issue 12
 
+  json failed = json::object();
+  json unresolvable = json::object();
+  for (auto& [node, reason] : r.rejected) {
+    (r.reasons[reason].unresolvable ? unresolvable : failed)[std::move(node)] =
+        r.reasons[reason].text;
+  }
   json out;
   out["FailedNodes"] = std::move(failed);
   out["FailedAndUnresolvableNodes"] = std::move(unresolvable);
   out["Error"] = "";
-  if (!args->full_mode) {
-    out["Nodes"] = nullptr;
-    out["NodeNames"] = r.passed;
-    return wire::dump(out);
-  }
   // Full mode: return the passing input items unmodified.
   std::unordered_set<std::string> pass(r.passed.begin(), r.passed.end());
   json items = json::array();
@@ -192,15 +188,7 @@ std::string Extender::prioritize(std::string_view body) {
   const std::vector<int> scores = placement::Scheduler::normalize(
       args->nodes, scheduler_.score(*loaded, args->pod.request, *profile, args->nodes));
   pending_.remember(args->pod);
-  // Built field by field: a braced json{{...}} per host copies every value twice.
-  json out = json::array();
-  out.get_ref<json::array_t&>().reserve(args->nodes.size());
-  for (std::size_t i = 0; i < args->nodes.size(); ++i) {
-    json& host = out.emplace_back(json::value_t::object);
-    host["Host"] = std::move(args->nodes[i]);
-    host["Score"] = scores[i];
-  }
-  return wire::dump(out);
+  return wire::host_priority_list(args->nodes, scores);  // no DOM: issue 12
 }
 
 std::string Extender::bind(std::string_view body) {

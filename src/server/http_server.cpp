@@ -178,6 +178,11 @@ Status check_options(const HttpOptions& o) {
   if (o.workers == 0) return Error{"--workers must be at least 1"};
   if (o.read_timeout.count() <= 0) return Error{"--read-timeout must be positive"};
   if (o.write_timeout.count() <= 0) return Error{"--write-timeout must be positive"};
+  if (o.request_timeout.count() <= 0) return Error{"--request-timeout must be positive"};
+  if (o.max_connections == 0) return Error{"--max-connections must be at least 1"};
+  if (o.max_connections_per_peer == 0) {
+    return Error{"--max-connections-per-peer must be at least 1"};
+  }
   if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
     return Error{"--tls-cert and --tls-key must be given together"};
   }
@@ -199,8 +204,10 @@ Status check_options(const HttpOptions& o) {
 //  - Overflow lane: otherwise, one of kOverflowThreads threads runs the function with
 //    t_overflow set. The handlers then answer without work: health probes normally, extender
 //    verbs with {"Error":"overloaded: ..."}, other routes 503, with "Connection: close".
-//  - If even the overflow lane's queue is full, the accept thread runs the connection itself
-//    (t_overflow set): accepting pauses for that long instead of piling up descriptors.
+//  - If even the overflow lane's queue is full, the calling thread runs the connection itself
+//    (t_overflow set). Over HTTPS that is the accept thread: accepting pauses for that long
+//    instead of piling up descriptors. Over plain HTTP it is the door thread, with the request
+//    already read (plain_connection.h), so only the answer's write can take time.
 // shutdown() lets every queued connection run (httplib's function sees the listener closed and
 // just closes the socket) and joins all threads.
 class ConnectionPool {
@@ -371,6 +378,12 @@ void HttpServer::install_routes() {
   // waits for the ACK of the headers, which the scheduler's TCP stack delays by up to 40 ms.
   s.set_tcp_nodelay(true);
   s.new_task_queue = [pool = pool_.get()] { return new PoolQueue(*pool); };
+  // Plain HTTP: connections wait for a request at the door, not on a worker.
+  if (auto* plain = dynamic_cast<PlainHttpServer*>(&s)) {
+    plain->serve_through(DoorLimits{options_.request_timeout, options_.max_connections,
+                                    options_.max_connections_per_peer, options_.max_body_bytes},
+                         s.new_task_queue);
+  }
 
   const std::string prefix = options_.url_prefix;
   auto is_verb_path = [prefix](const std::string& path) {

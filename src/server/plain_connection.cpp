@@ -3,20 +3,45 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cctype>
 #include <cerrno>
-#include <chrono>
+#include <charconv>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <thread>
+#include <vector>
 
 namespace gapless::server {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The door buffers at most this much of one request; a larger body (a full-mode NodeList) goes
+// to a worker at the end of its head, which reads the rest under the request deadline. Bounds
+// the door's memory at max_connections times this.
+constexpr std::size_t kDoorBuffer = 1024 * 1024;
+// A head this long without its blank line goes to a worker, where httplib refuses it.
+constexpr std::size_t kMaxHead = 64 * 1024;
+
+constexpr std::string_view kTimedOut =
+    "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: text/plain\r\n"
+    "Content-Length: 47\r\n\r\nrequest not complete within --request-timeout\r\n";
+constexpr std::string_view kTooMany =
+    "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n"
+    "Content-Type: text/plain\r\nContent-Length: 78\r\n\r\n"
+    "too many connections (--max-connections, --max-connections-per-peer); retry\r\n\r\n";
 
 // Waits up to `timeout` for `events` on `sock`; EINTR restarts the wait with the time left.
 bool wait_for(int sock, short events, Clock::duration timeout) {
@@ -48,91 +73,406 @@ void address_of(int sock, bool peer, std::string& ip, int& port) {
   ip = text.data();
 }
 
-// One connection's socket, with a read-ahead buffer that lives as long as the connection.
-// Each read or write waits at most its timeout, as httplib's own stream does.
-class BufferedSocketStream : public httplib::Stream {
+// Best effort, never blocks: for answers the door sends before closing.
+void send_now(int sock, std::string_view text) {
+  [[maybe_unused]] const ssize_t n =
+      ::send(sock, text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// The values of every header `name` in `head` (the request line's excluded), trimmed.
+std::vector<std::string_view> headers(std::string_view head, std::string_view name) {
+  std::vector<std::string_view> out;
+  std::size_t pos = head.find("\r\n");
+  while (pos != std::string_view::npos && pos + 2 < head.size()) {
+    const std::size_t start = pos + 2;
+    const std::size_t end = std::min(head.find("\r\n", start), head.size());
+    std::string_view line = head.substr(start, end - start);
+    if (const std::size_t colon = line.find(':');
+        colon != std::string_view::npos && iequals(line.substr(0, colon), name)) {
+      std::string_view value = line.substr(colon + 1);
+      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
+        value.remove_prefix(1);
+      }
+      while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
+        value.remove_suffix(1);
+      out.push_back(value);
+    }
+    pos = end;
+  }
+  return out;
+}
+
+// Whether `data` (the start of a request) is enough for a worker: the whole request is there,
+// or the worker must take over the reading (see plain_connection.h), or it is not a request
+// httplib would wait for anyway.
+bool request_ready(std::string_view data, std::size_t max_body) {
+  const std::size_t head_end = data.find("\r\n\r\n");
+  if (head_end == std::string_view::npos) return data.size() >= kMaxHead;
+  const std::string_view head = data.substr(0, head_end + 2);
+  if (!headers(head, "Transfer-Encoding").empty() || !headers(head, "Expect").empty()) return true;
+  // No body, or framing the front door refuses (front_door::framing_problem) without reading it.
+  const auto lengths = headers(head, "Content-Length");
+  if (lengths.size() != 1) return true;
+  const std::string_view length = lengths.front();
+  std::size_t n = 0;
+  auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), n);
+  if (ec != std::errc() || end != length.data() + length.size()) return true;
+  const std::size_t have = data.size() - (head_end + 4);
+  return n > max_body || have >= n || data.size() >= kDoorBuffer;
+}
+
+}  // namespace
+
+// One connection and what has been read from it but not yet parsed.
+struct PlainConn {
+  int sock = -1;
+  std::string ip;
+  std::string buf;
+  std::size_t begin = 0;               // buf[begin..] is unread
+  bool in_request = false;             // a request's first byte has arrived
+  Clock::time_point request_deadline;  // --request-timeout after that byte
+  // When the door gives up: the keep-alive wait when idle, else --read-timeout after the last
+  // byte but never past request_deadline.
+  Clock::time_point deadline;
+  std::size_t requests_left = 0;
+
+  std::string_view unread() const { return std::string_view(buf).substr(begin); }
+  void compact() {
+    buf.erase(0, begin);
+    begin = 0;
+  }
+};
+
+namespace {
+
+// The worker's view of a connection: reads come from the door's buffer first, then from the
+// socket, never past the request's deadline; each read or write waits at most its timeout.
+class ConnStream : public httplib::Stream {
  public:
-  BufferedSocketStream(int sock, Clock::duration read_timeout, Clock::duration write_timeout)
-      : sock_(sock), read_timeout_(read_timeout), write_timeout_(write_timeout) {}
+  ConnStream(PlainConn& c, Clock::duration read_timeout, Clock::duration write_timeout)
+      : c_(c), read_timeout_(read_timeout), write_timeout_(write_timeout) {}
 
   bool is_readable() const override {
-    return begin_ < end_ || wait_for(sock_, POLLIN, read_timeout_);
+    return c_.begin < c_.buf.size() || wait_for(c_.sock, POLLIN, read_wait());
   }
-  bool is_writable() const override { return wait_for(sock_, POLLOUT, write_timeout_); }
+  bool is_writable() const override { return wait_for(c_.sock, POLLOUT, write_timeout_); }
 
   ssize_t read(char* ptr, size_t size) override {
-    if (begin_ == end_) {
-      if (!wait_for(sock_, POLLIN, read_timeout_)) return -1;
-      const ssize_t n = ::recv(sock_, buf_.data(), buf_.size(), 0);
+    if (c_.begin == c_.buf.size()) {
+      c_.buf.clear();
+      c_.begin = 0;
+      if (!wait_for(c_.sock, POLLIN, read_wait())) return -1;
+      std::array<char, 16384> tmp{};
+      const ssize_t n = ::recv(c_.sock, tmp.data(), tmp.size(), 0);
       if (n <= 0) return n;  // 0: the peer closed
-      begin_ = 0;
-      end_ = static_cast<std::size_t>(n);
+      c_.buf.append(tmp.data(), static_cast<std::size_t>(n));
     }
-    const std::size_t n = std::min(size, end_ - begin_);
-    std::memcpy(ptr, buf_.data() + begin_, n);
-    begin_ += n;
+    const std::size_t n = std::min(size, c_.buf.size() - c_.begin);
+    std::memcpy(ptr, c_.buf.data() + c_.begin, n);
+    c_.begin += n;
     return static_cast<ssize_t>(n);
   }
 
   ssize_t write(const char* ptr, size_t size) override {
     if (!is_writable()) return -1;
-    return ::send(sock_, ptr, size, MSG_NOSIGNAL);
+    return ::send(c_.sock, ptr, size, MSG_NOSIGNAL);
   }
 
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    address_of(sock_, true, ip, port);
+    address_of(c_.sock, true, ip, port);
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
-    address_of(sock_, false, ip, port);
+    address_of(c_.sock, false, ip, port);
   }
-  socket_t socket() const override { return sock_; }
+  socket_t socket() const override { return c_.sock; }
 
-  // Whether a next request has (begun to) arrive within `timeout`; polls in short steps so that
-  // a stopping server is noticed, as httplib's keep-alive wait does.
-  template <typename Stopping>
-  bool next_request(Clock::duration timeout, Stopping stopping) const {
-    if (begin_ < end_) return true;  // pipelined: already read
-    const auto end = Clock::now() + timeout;
-    while (!stopping()) {
-      if (wait_for(sock_, POLLIN, std::chrono::milliseconds(50))) return true;
-      if (Clock::now() >= end) return false;
+ private:
+  // One read waits --read-timeout at most, and never past the request's deadline.
+  Clock::duration read_wait() const {
+    return std::max(Clock::duration::zero(),
+                    std::min(read_timeout_, c_.request_deadline - Clock::now()));
+  }
+
+  PlainConn& c_;
+  Clock::duration read_timeout_;
+  Clock::duration write_timeout_;
+};
+
+}  // namespace
+
+struct DoorTimeouts {
+  Clock::duration read;
+  Clock::duration write;
+  Clock::duration keep_alive;
+  std::size_t keep_alive_max_count;
+};
+
+// The door: admits connections, watches those without a complete request on one thread, and
+// hands the others to the workers. Lives for one listen (httplib's task queue's lifetime).
+class Door {
+ public:
+  Door(PlainHttpServer& server, DoorLimits limits, DoorTimeouts timeouts,
+       std::unique_ptr<httplib::TaskQueue> workers)
+      : server_(server),
+        limits_(limits),
+        timeouts_(timeouts),
+        workers_(std::move(workers)),
+        wake_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Door() {
+    stop();
+    if (wake_ >= 0) ::close(wake_);
+  }
+  Door(const Door&) = delete;
+  Door& operator=(const Door&) = delete;
+
+  // On the accept thread: refused at once over a limit, else watched by the door.
+  void admit(int sock) {
+    auto c = std::make_shared<PlainConn>();
+    c->sock = sock;
+    int port = 0;
+    address_of(sock, true, c->ip, port);
+    c->deadline = Clock::now() + timeouts_.keep_alive;
+    c->requests_left = timeouts_.keep_alive_max_count;
+    {
+      std::lock_guard lock(mu_);
+      std::size_t& mine = per_peer_[c->ip];
+      if (stopping_ || total_ >= limits_.max_connections ||
+          mine >= limits_.max_connections_per_peer) {
+        if (mine == 0) per_peer_.erase(c->ip);
+        send_now(sock, kTooMany);
+        close_socket(sock);
+        return;
+      }
+      ++mine;
+      ++total_;
     }
-    return false;
+    hand_back(std::move(c));
+  }
+
+  // Stops watching: closes the connections the door holds and lets the workers finish theirs.
+  void stop() {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_ && !thread_.joinable()) return;
+      stopping_ = true;
+    }
+    wake();
+    if (thread_.joinable()) thread_.join();
+    workers_->shutdown();
+  }
+
+  std::size_t open() const {
+    std::lock_guard lock(mu_);
+    return total_;
   }
 
  private:
-  int sock_;
-  Clock::duration read_timeout_;
-  Clock::duration write_timeout_;
-  std::array<char, 4096> buf_{};
-  std::size_t begin_ = 0;
-  std::size_t end_ = 0;
+  // Gives a connection (back) to the door thread.
+  void hand_back(std::shared_ptr<PlainConn> c) {
+    {
+      std::lock_guard lock(mu_);
+      if (!stopping_) {
+        incoming_.push_back(std::move(c));
+        c = nullptr;
+      }
+    }
+    if (c) return release(*c);
+    wake();
+  }
+
+  void wake() {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = ::write(wake_, &one, sizeof(one));
+  }
+
+  static void close_socket(int sock) {
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+  }
+
+  void release(PlainConn& c) {
+    {
+      std::lock_guard lock(mu_);
+      if (--per_peer_[c.ip] == 0) per_peer_.erase(c.ip);
+      --total_;
+    }
+    close_socket(c.sock);
+  }
+
+  void run() {
+    std::vector<std::shared_ptr<PlainConn>> watched;
+    std::vector<pollfd> fds;
+    for (;;) {
+      {
+        std::lock_guard lock(mu_);
+        if (stopping_) break;
+        for (auto& c : incoming_) watched.push_back(std::move(c));
+        incoming_.clear();
+      }
+      fds.assign(1, pollfd{wake_, POLLIN, 0});
+      for (const auto& c : watched) fds.push_back(pollfd{c->sock, POLLIN, 0});
+      ::poll(fds.data(), fds.size(), poll_timeout_ms(watched));
+      std::uint64_t drained = 0;
+      [[maybe_unused]] const ssize_t n = ::read(wake_, &drained, sizeof(drained));
+      visit(watched, fds);
+    }
+    for (auto& c : watched) release(*c);
+    std::lock_guard lock(mu_);
+    for (auto& c : incoming_) {
+      if (--per_peer_[c->ip] == 0) per_peer_.erase(c->ip);
+      --total_;
+      close_socket(c->sock);
+    }
+    incoming_.clear();
+  }
+
+  // Until the nearest deadline, at most 100 ms (a stopping server is also noticed that way).
+  static int poll_timeout_ms(const std::vector<std::shared_ptr<PlainConn>>& watched) {
+    auto wait = std::chrono::milliseconds(100);
+    const auto now = Clock::now();
+    for (const auto& c : watched) {
+      wait = std::min(wait, std::chrono::ceil<std::chrono::milliseconds>(c->deadline - now));
+    }
+    return static_cast<int>(std::max<std::int64_t>(wait.count(), 0));
+  }
+
+  // Reads what arrived, hands complete requests to the workers, closes what ran out of time.
+  void visit(std::vector<std::shared_ptr<PlainConn>>& watched, const std::vector<pollfd>& fds) {
+    const auto now = Clock::now();
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < watched.size(); ++i) {
+      std::shared_ptr<PlainConn>& c = watched[i];
+      const bool readable = (fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+      if (readable && !read_some(*c, now)) {
+        release(*c);
+      } else if (c->in_request && request_ready(c->unread(), limits_.max_body_bytes)) {
+        dispatch(std::move(c));
+      } else if (now >= c->deadline) {
+        if (c->in_request) send_now(c->sock, kTimedOut);
+        release(*c);
+      } else {
+        watched[kept++] = std::move(c);
+      }
+    }
+    watched.resize(kept);
+  }
+
+  // Appends what the socket has; false when the peer closed or failed.
+  bool read_some(PlainConn& c, Clock::time_point now) {
+    std::array<char, 16384> tmp{};
+    const ssize_t n = ::recv(c.sock, tmp.data(), tmp.size(), MSG_DONTWAIT);
+    if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+    if (n == 0) return false;
+    if (!c.in_request) start_request(c, now);
+    c.deadline = std::min(c.request_deadline, now + timeouts_.read);
+    c.buf.append(tmp.data(), static_cast<std::size_t>(n));
+    return true;
+  }
+
+  void start_request(PlainConn& c, Clock::time_point now) const {
+    c.in_request = true;
+    c.request_deadline = now + limits_.request_timeout;
+    c.deadline = std::min(c.request_deadline, now + timeouts_.read);
+  }
+
+  void dispatch(std::shared_ptr<PlainConn> c) {
+    workers_->enqueue([this, c] { serve(c); });
+  }
+
+  // On a worker: answers the buffered request (and any pipelined one that is complete), then
+  // gives the connection back to the door to wait for the next.
+  void serve(const std::shared_ptr<PlainConn>& c) {
+    ConnStream strm(*c, timeouts_.read, timeouts_.write);
+    for (;;) {
+      bool closed = false;  // process_request only ever sets it
+      const bool last = c->requests_left <= 1;
+      const bool ok = !server_.stopping() && server_.serve_request(strm, last, &closed);
+      --c->requests_left;
+      if (!ok || closed || last || server_.stopping()) return release(*c);
+      c->compact();
+      c->in_request = false;
+      c->deadline = Clock::now() + timeouts_.keep_alive;
+      if (!c->buf.empty()) start_request(*c, Clock::now());  // pipelined
+      if (!c->in_request || !request_ready(c->unread(), limits_.max_body_bytes)) {
+        return hand_back(c);
+      }
+    }
+  }
+
+  PlainHttpServer& server_;
+  const DoorLimits limits_;
+  const DoorTimeouts timeouts_;
+  std::unique_ptr<httplib::TaskQueue> workers_;
+  int wake_;
+  mutable std::mutex mu_;
+  bool stopping_ = false;
+  std::vector<std::shared_ptr<PlainConn>> incoming_;  // admitted or given back, not yet watched
+  std::map<std::string, std::size_t> per_peer_;       // open connections per peer address
+  std::size_t total_ = 0;
+  std::thread thread_;
 };
+
+namespace {
 
 Clock::duration duration_of(time_t sec, time_t usec) {
   return std::chrono::seconds(sec) + std::chrono::microseconds(usec);
 }
 
+// What httplib's accept loop sees: enqueue() runs the admission right there (it only registers
+// the socket), shutdown() stops the door and then the workers.
+class DoorQueue : public httplib::TaskQueue {
+ public:
+  explicit DoorQueue(std::shared_ptr<Door> door) : door_(std::move(door)) {}
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override { door_->stop(); }
+
+ private:
+  std::shared_ptr<Door> door_;
+};
+
 }  // namespace
 
-// httplib's loop, less the per-request stream: up to keep_alive_max_count_ requests, each
-// awaited at most keep_alive_timeout_sec_, the last answered with "Connection: close".
-// process_request returns false when the connection must end (a write failed, or an answer
-// that closes, see front_door::answer_and_close).
+PlainHttpServer::PlainHttpServer() = default;
+PlainHttpServer::~PlainHttpServer() = default;
+
+void PlainHttpServer::serve_through(DoorLimits limits,
+                                    std::function<httplib::TaskQueue*()> workers) {
+  new_task_queue = [this, limits, workers = std::move(workers)] {
+    const DoorTimeouts t{duration_of(read_timeout_sec_, read_timeout_usec_),
+                         duration_of(write_timeout_sec_, write_timeout_usec_),
+                         std::chrono::seconds(keep_alive_timeout_sec_), keep_alive_max_count_};
+    auto door =
+        std::make_shared<Door>(*this, limits, t, std::unique_ptr<httplib::TaskQueue>(workers()));
+    std::atomic_store(&door_, door);
+    return new DoorQueue(std::move(door));
+  };
+}
+
+std::size_t PlainHttpServer::open_connections() const {
+  auto door = std::atomic_load(&door_);
+  return door ? door->open() : 0;
+}
+
 bool PlainHttpServer::process_and_close_socket(socket_t sock) {
-  BufferedSocketStream strm(sock, duration_of(read_timeout_sec_, read_timeout_usec_),
-                            duration_of(write_timeout_sec_, write_timeout_usec_));
-  auto stopping = [this] { return svr_sock_ == INVALID_SOCKET; };
-  bool ok = false;
-  for (std::size_t left = keep_alive_max_count_; left > 0; --left) {
-    if (!strm.next_request(std::chrono::seconds(keep_alive_timeout_sec_), stopping)) break;
-    bool closed = false;
-    ok = process_request(strm, left == 1, closed, nullptr);
-    if (!ok || closed) break;
+  if (auto door = std::atomic_load(&door_)) {
+    door->admit(sock);
+  } else {
+    ::close(sock);  // serve_through was not called
   }
-  ::shutdown(sock, SHUT_RDWR);
-  ::close(sock);
-  return ok;
+  return true;
+}
+
+bool PlainHttpServer::serve_request(httplib::Stream& strm, bool last, bool* closed) {
+  return process_request(strm, last, *closed, nullptr);
 }
 
 }  // namespace gapless::server

@@ -1,21 +1,64 @@
 // Plain-HTTP connections served by our own loop around httplib's request handling.
 //
-// httplib 0.11 reads each request through a stream it makes per request, with a 4 KB read-ahead
-// buffer that dies with it: a client that pipelines (sends its next request before the answer)
-// loses every request after the first, and waits out the 5 s keep-alive for nothing. This server
-// keeps one buffered stream per connection, so pipelined requests are answered in order.
-// Everything else (parsing, routing, keep-alive limits and timeouts) is httplib's, through its
-// protected process_request. HTTPS connections stay with httplib::SSLServer.
+// httplib 0.11 gives each accepted connection to a pool thread, which waits (5 s keep-alive, then
+// up to --read-timeout per read) for a request and reads it byte by byte as it arrives: idle or
+// slow clients hold threads that others need, and its per-request read-ahead buffer loses
+// pipelined requests. Here instead:
+//  - The accept thread only admits a connection (or refuses it at once: --max-connections,
+//    --max-connections-per-peer) and gives it to one "door" thread, which poll()s every
+//    connection that has no complete request yet and reads what arrives without blocking.
+//  - A connection goes to the worker pool only once a whole request is buffered (head, and a
+//    Content-Length body up to max_body_bytes; a chunked body, "Expect: 100-continue" or an
+//    oversized Content-Length go at the end of the head, and the worker reads the rest).
+//  - Every request must be complete within --request-timeout of its first byte, head and body,
+//    or the door answers 408 and closes; an idle connection is closed after the keep-alive wait.
+//  - After an answer the connection goes back to the door (pipelined requests are answered in
+//    order, from the same buffer).
+// Parsing, routing and answering are httplib's, through its protected process_request. HTTPS
+// connections stay with httplib::SSLServer and its per-connection thread model.
 #pragma once
 
 #include <httplib.h>
 
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+
 namespace gapless::server {
 
+struct DoorLimits {
+  std::chrono::steady_clock::duration request_timeout = std::chrono::seconds(10);
+  std::size_t max_connections = 1024;
+  std::size_t max_connections_per_peer = 256;
+  std::size_t max_body_bytes = 16 * 1024 * 1024;
+};
+
+class Door;
+
 class PlainHttpServer : public httplib::Server {
+ public:
+  PlainHttpServer();
+  ~PlainHttpServer() override;
+
+  // Replaces new_task_queue: accepted connections go to the door, which hands connections with a
+  // complete request to a queue made by `workers` (the worker pool). Call before listening.
+  void serve_through(DoorLimits limits, std::function<httplib::TaskQueue*()> workers);
+
+  // Connections open now (at the door or at a worker).
+  std::size_t open_connections() const;
+
  private:
-  // Overrides httplib's (private virtual) per-connection function; runs on a pool thread.
+  friend class Door;
+  // Overrides httplib's (private virtual) per-connection function. Called on the accept thread:
+  // admits the socket to the door and returns at once.
   bool process_and_close_socket(socket_t sock) override;
+  // Answers one request read from `strm` (httplib's parsing and routing); false when the
+  // connection must end. Runs on a pool thread.
+  bool serve_request(httplib::Stream& strm, bool last, bool* closed);
+  bool stopping() const { return svr_sock_ == INVALID_SOCKET; }
+
+  std::shared_ptr<Door> door_;
 };
 
 }  // namespace gapless::server

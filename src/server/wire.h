@@ -2,11 +2,13 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "gapless/model/result.h"
+#include "gapless/placement/engine.h"
 
 namespace gapless::server::wire {
 
@@ -21,10 +23,32 @@ Result<nlohmann::json> parse_object(std::string_view body);
 // names. `full_mode` tells which one the request used.
 Result<std::vector<std::string>> node_names(const nlohmann::json& args, bool* full_mode);
 
+// An ExtenderArgs body (filter, prioritize), parsed as parse_object() does except that a
+// top-level NodeNames array goes straight into `node_names` instead of the DOM (issue 12).
+struct ExtenderArgsBody {
+  nlohmann::json object;
+  std::optional<std::vector<std::string>> node_names;  // set when NodeNames was an array
+  bool node_names_ok = true;                           // false: an element was not a string
+};
+Result<ExtenderArgsBody> parse_extender_args(std::string_view body);
+
+// node_names() of such a body; takes the captured names.
+Result<std::vector<std::string>> node_names(ExtenderArgsBody& args, bool* full_mode);
+
 // Required string field, e.g. PodUID in ExtenderBindingArgs.
 Result<std::string> string_field(const nlohmann::json& obj, std::string_view key);
 
 // Serializes for the wire; invalid UTF-8 echoed from the input is replaced, never thrown on.
 std::string dump(const nlohmann::json& j);
+
+// The answers of filter (nodeCache mode) and prioritize, written without building a DOM (issue
+// 12: at 5,000 nodes the FailedNodes object and its dump cost more than the placement itself).
+// Byte for byte what dump() writes for the same values, keys in nlohmann's sorted order.
+//
+// ExtenderFilterResult with NodeNames = r.passed, Nodes = null, Error = "".
+std::string filter_names_answer(const placement::FilterResult& r);
+// HostPriorityList: [{"Host":hosts[i],"Score":scores[i]}, ...]. REQUIRES: equal sizes.
+std::string host_priority_list(const std::vector<std::string>& hosts,
+                               const std::vector<int>& scores);
 
 }  // namespace gapless::server::wire

@@ -10,9 +10,11 @@
 // Transfer-Encoding) is refused before any body is read; every refusal or error answer closes the
 // connection, since part of the request may be unread.
 //
-// Connections are served by a bounded pool: `workers` threads, and at most `max_queue`
-// connections waiting for one. A connection that finds the queue full is not queued: a small
-// overflow lane reads its request and answers at once. /healthz and /readyz are answered
+// Requests are answered by a bounded pool: `workers` threads, and at most `max_queue` requests
+// (HTTPS: connections) waiting for one. Over plain HTTP a connection reaches the pool only once a
+// request has fully arrived (src/server/plain_connection.h); over HTTPS each connection holds a
+// worker while open. One that finds the queue full is not queued: a small overflow lane answers
+// it at once. /healthz and /readyz are answered
 // normally there, extender verbs get HTTP 200 with {"Error":"overloaded: ..."}, other routes 503;
 // each such answer is counted in gapless_http_overload_total{route}, and closes its connection.
 #pragma once
@@ -52,10 +54,20 @@ struct HttpOptions {
   std::chrono::seconds read_timeout{30};
   std::chrono::seconds write_timeout{30};
   // Connection workers (--workers, >= 1) and connections that may wait for a busy pool on top of
-  // the idle workers (--max-queue, >= 0). A keep-alive connection holds its worker until it is
-  // closed or idle for 5 s.
+  // the idle workers (--max-queue, >= 0). Over plain HTTP a connection holds a worker only while
+  // a request of it is answered; over HTTPS, until it is closed or idle for 5 s.
   std::size_t workers = default_workers();
   std::size_t max_queue = 64;
+
+  // Plain HTTP only (see src/server/plain_connection.h): a request's head and body must arrive
+  // within request_timeout of its first byte (--request-timeout, > 0), else 408 and close.
+  // Connections waiting for a request hold no worker. At most max_connections are open
+  // (--max-connections, >= 1), at most max_connections_per_peer from one peer address
+  // (--max-connections-per-peer, >= 1); beyond, a new connection gets a best-effort 503 and is
+  // closed at once by the accept thread.
+  std::chrono::seconds request_timeout{10};
+  std::size_t max_connections = 1024;
+  std::size_t max_connections_per_peer = 256;
 
   // HTTPS: a PEM certificate (chain) and its private key (--tls-cert, --tls-key), both or neither.
   // With client_ca_file (--client-ca, needs both), clients must present a certificate that
