@@ -9,6 +9,9 @@ namespace gapless::server {
 namespace {
 const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5};
+// Raw engine scores are in [0, 1]; most margins that matter are small.
+const prometheus::Histogram::BucketBoundaries kMarginBuckets = {0,    0.001, 0.005, 0.01, 0.02,
+                                                                0.05, 0.1,   0.2,   0.5};
 }
 
 Metrics::Metrics()
@@ -61,7 +64,31 @@ Metrics::Metrics()
       nodes_(prometheus::BuildGauge()
                  .Name("gapless_cluster_nodes")
                  .Help("Nodes in the model, by state (ready, fenced).")
-                 .Register(*registry_)) {}
+                 .Register(*registry_)),
+      score_margin_(prometheus::BuildHistogram()
+                        .Name("gapless_prioritize_score_margin")
+                        .Help("Per prioritize call: the best node's raw engine score (0..1) minus "
+                              "the runner-up's.")
+                        .Register(*registry_)
+                        .Add({}, kMarginBuckets)) {}
+
+void Metrics::observe_score_margin(double margin) {
+  score_margin_.Observe(margin);
+}
+
+void Metrics::note_mix_version(std::uint64_t version) {
+  if (version == mix_version_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(mix_mu_);
+  if (version == mix_version_.load()) return;
+  mix_version_ = version;
+  mix_changed_ = std::chrono::steady_clock::now();
+}
+
+double Metrics::mix_age_seconds() const {
+  std::lock_guard lock(mix_mu_);
+  const std::chrono::duration<double> age = std::chrono::steady_clock::now() - mix_changed_;
+  return age.count();
+}
 
 void Metrics::observe_request(const std::string& verb, bool ok, double seconds) {
   requests_.Add({{"verb", verb}, {"outcome", ok ? "ok" : "error"}}).Increment();
@@ -117,8 +144,10 @@ void Metrics::update_cluster(const model::Cluster& cluster) {
   for (const auto& [profile, free] : mig_free) mig_free_.Add({{"profile", profile}}).Set(free);
 }
 
-std::string Metrics::serialize() const {
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
+std::string Metrics::serialize(std::vector<prometheus::MetricFamily> extra) const {
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  for (prometheus::MetricFamily& f : extra) families.push_back(std::move(f));
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace gapless::server

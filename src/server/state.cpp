@@ -1,4 +1,5 @@
 // GET /debug/state and /metrics: views of the model.
+#include "cluster_metrics.h"
 #include "gapless/k8s/allocation_record.h"
 #include "gapless/server/extender.h"
 #include "wire.h"
@@ -101,7 +102,9 @@ std::string Extender::debug_state() const {
 
 std::string Extender::metrics_text() const {
   scheduler_.read([&](const model::Cluster& cluster) { metrics_.update_cluster(cluster); });
-  return metrics_.serialize();
+  metrics_.note_mix_version(scheduler_.mix_version());
+  const MixStatus mix{static_cast<double>(scheduler_.observed()), metrics_.mix_age_seconds()};
+  return metrics_.serialize(cluster_families(scheduler_.summary(), mix));
 }
 
 }  // namespace gapless::server
