@@ -7,7 +7,8 @@ A fenced block is an example when the line before it is an HTML comment `<!-- te
 
   demo              A shell session against the built-in demo cluster. Each command (a run of
                     lines that are not comments) is run with bash; the comment lines right after
-                    it, up to a blank line, are its expected output (JSON is compared as JSON). `localhost:8888` is the
+                    it, up to a blank line, are its expected output (JSON is compared as JSON,
+                    other output line by line). `localhost:8888` is the
                     demo extender this script starts; `build/gapless-extender` is the binary given.
   policy            A policy file: `gapless-extender --check-policy` must accept it.
   pods              Pod YAML documents: the demo's filter must accept each (no Error).
@@ -73,11 +74,13 @@ class Demo:
         self.proc.wait(timeout=10)
 
 
-def same_output(expected, actual):
+def same_output(expected_lines, actual):
+    """JSON is compared as JSON (its lines joined); other output line by line, as text."""
     try:
-        return json.loads(expected) == json.loads(actual)
+        return json.loads("".join(expected_lines)) == json.loads(actual)
     except ValueError:
-        return expected.strip() == actual.strip()
+        return [e.strip() for e in expected_lines] == [a.strip() for a in
+                                                       actual.strip().split("\n")]
 
 
 def run_demo_block(where, text, binary, demo):
@@ -102,7 +105,7 @@ def run_demo_block(where, text, binary, demo):
                              capture_output=True, text=True, timeout=60)
         if res.returncode != 0:
             failures.append(f"{where}: `{command[-1]}` failed: {res.stderr.strip()}")
-        elif expected and not same_output("".join(expected), res.stdout):
+        elif expected and not same_output(expected, res.stdout):
             failures.append(f"{where}: `{command[-1]}`\n  README: {''.join(expected)}\n"
                             f"  binary: {res.stdout.strip()}")
 
