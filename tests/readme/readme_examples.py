@@ -9,7 +9,8 @@ A fenced block is an example when the line before it is an HTML comment `<!-- te
                     lines that are not comments) is run with bash; the comment lines right after
                     it, up to a blank line, are its expected output (JSON is compared as JSON,
                     other output line by line). `localhost:8888` is the
-                    demo extender this script starts; `build/gapless-extender` is the binary given.
+                    demo extender this script starts; `build/gapless-extender` is the binary given,
+                    `build/kubectl-gapless` the one beside it.
   policy            A policy file: `gapless-extender --check-policy` must accept it.
   pods              Pod YAML documents: the demo's filter must accept each (no Error).
   subset-of PATH    YAML whose every key and value must be found in the repository file PATH
@@ -101,6 +102,8 @@ def run_demo_block(where, text, binary, demo):
     for command, expected in steps:
         script = "\n".join(command).replace("localhost:8888", f"127.0.0.1:{demo.port}")
         script = script.replace("build/gapless-extender", binary)
+        script = script.replace("build/kubectl-gapless",
+                                os.path.join(os.path.dirname(binary), "kubectl-gapless"))
         res = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=ROOT,
                              capture_output=True, text=True, timeout=60)
         if res.returncode != 0:
