@@ -18,6 +18,10 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
     server::log_error("allocation record of pod " + pod + " cannot be used (" + why +
                       "); node " + node + " is fenced until it is fixed");
   };
+  // ClusterSync logs the lift itself (hooks.log); only count it here.
+  hooks.on_fence_lifted = [&metrics](const std::string&, const std::string&) {
+    metrics.count_fence_lifted();
+  };
   hooks.log = [](const std::string& m) { server::log_info(m); };
   sync_ = std::make_unique<k8s::ClusterSync>(std::move(hooks));
   extender.set_readiness([this] { return synced(); });

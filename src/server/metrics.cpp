@@ -40,6 +40,11 @@ Metrics::Metrics()
                        .Name("gapless_bad_allocation_records_total")
                        .Help("Allocation records that could not be decoded or applied; each fences its node.")
                        .Register(*registry_)),
+      fences_lifted_(prometheus::BuildCounter()
+                         .Name("gapless_fence_lifted_total")
+                         .Help("Fences set for a bad allocation record that were lifted: the pod "
+                               "went away or finished, or its record became usable.")
+                         .Register(*registry_)),
       overloads_(prometheus::BuildCounter()
                      .Name("gapless_http_overload_total")
                      .Help("Requests answered at once with an overload error (verbs: 200 with Error, "
@@ -108,6 +113,10 @@ void Metrics::count_policy_reload(bool ok) {
 }
 
 void Metrics::count_bad_record() { bad_records_.Add({}).Increment(); }
+
+void Metrics::count_fence_lifted() {
+  fences_lifted_.Add({}).Increment();
+}
 
 void Metrics::count_overload(const std::string& route) {
   overloads_.Add({{"route", route}}).Increment();

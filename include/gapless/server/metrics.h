@@ -36,6 +36,8 @@ class Metrics {
   void count_policy_reload(bool ok);
   // An allocation record that could not be read or applied (its node is fenced).
   void count_bad_record();
+  // A fence set for a bad allocation record was lifted (k8s::ClusterSync).
+  void count_fence_lifted();
   // A request the HTTP server answered without a worker because its queue was full; route:
   // the verb (filter, ...) or the path (/version, ...).
   void count_overload(const std::string& route);
@@ -63,6 +65,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& binds_;
   prometheus::Family<prometheus::Counter>& reloads_;
   prometheus::Family<prometheus::Counter>& bad_records_;
+  prometheus::Family<prometheus::Counter>& fences_lifted_;
   prometheus::Family<prometheus::Counter>& overloads_;
   prometheus::Family<prometheus::Gauge>& gpus_;
   prometheus::Family<prometheus::Gauge>& gpus_in_use_;
