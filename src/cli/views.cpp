@@ -138,6 +138,20 @@ Result<std::string> render_nodes(const json& state, const std::string& node) {
   }
 }
 
+std::string proxy_path(const std::string& path) {
+  return "/api/v1/namespaces/gapless-system/services/gapless-extender-metrics:http-metrics/proxy" +
+         path;
+}
+
+Result<std::string> pod_path(const std::string& who) {
+  const std::size_t slash = who.find('/');
+  if (slash == 0 || slash == std::string::npos || slash + 1 == who.size() ||
+      who.find_first_of("/?#%", slash + 1) != std::string::npos) {
+    return Error{"the pod must be given as NAMESPACE/NAME, got \"" + who + "\""};
+  }
+  return "/api/v1/namespaces/" + who.substr(0, slash) + "/pods/" + who.substr(slash + 1);
+}
+
 Result<std::string> explain_request(const json& pod, const std::string& who, const json& state) {
   try {
     const json& meta = pod.at("metadata");

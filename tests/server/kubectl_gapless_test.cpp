@@ -45,3 +45,20 @@ TEST_CASE("kubectl gapless explain: the request covers every node, the view ever
 }
 
 }  // namespace gapless::test
+
+namespace gapless::test {
+
+TEST_CASE("kubectl gapless: paths through the API server") {
+  CHECK(cli::proxy_path("/debug/state") ==
+        "/api/v1/namespaces/gapless-system/services/gapless-extender-metrics:http-metrics/proxy"
+        "/debug/state");
+  auto p = cli::pod_path("ml/train-0");
+  REQUIRE(p);
+  CHECK(*p == "/api/v1/namespaces/ml/pods/train-0");
+  for (const char* bad : {"train-0", "/x", "ml/", "ml/a/b", "ml/a?b"}) {
+    INFO(bad);
+    CHECK_FALSE(cli::pod_path(bad));
+  }
+}
+
+}  // namespace gapless::test
