@@ -16,8 +16,8 @@ COPY scripts/deps.sh /src/scripts/deps.sh
 RUN /src/scripts/deps.sh && rm -rf /var/lib/apt/lists/*
 COPY . /src
 RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release \
- && cmake --build /build -j"${JOBS}" --target gapless-extender gapless-agent \
- && strip /build/gapless-extender /build/gapless-agent \
+ && cmake --build /build -j"${JOBS}" --target gapless-extender gapless-agent kubectl-gapless \
+ && strip /build/gapless-extender /build/gapless-agent /build/kubectl-gapless \
  && /build/gapless-extender --version \
  && /build/gapless-agent --version \
  && /build/gapless-extender --check-policy /src/policies/default.yaml
@@ -43,11 +43,14 @@ COPY --from=build /build/gapless-extender /usr/local/bin/gapless-extender
 # The node agent dlopen()s libnvidia-ml.so.1 at run time; the NVIDIA container runtime mounts it
 # into the agent's container (manifests/agent-daemonset.yaml), so the image carries no driver.
 COPY --from=build /build/gapless-agent /usr/local/bin/gapless-agent
+# The kubectl plugin (`kubectl gapless nodes|explain`), to copy out or run with kubectl exec.
+COPY --from=build /build/kubectl-gapless /usr/local/bin/kubectl-gapless
 # The shipped example policies, e.g. for `--check-policy /usr/share/gapless/policies/default.yaml`.
 COPY policies/ /usr/share/gapless/policies/
 # Fails the image build if a shared library is missing.
 RUN ["/usr/local/bin/gapless-extender", "--version"]
 RUN ["/usr/local/bin/gapless-agent", "--version"]
+RUN ["/usr/local/bin/kubectl-gapless", "--help"]
 # Numeric user, so the kubelet can verify runAsNonRoot; matches manifests/deployment.yaml.
 USER 65532:65532
 EXPOSE 8888

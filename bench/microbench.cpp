@@ -7,9 +7,12 @@
 //   gapless-microbench --nodes 5000 --modes engine --pods 2000
 //   gapless-microbench --nodes 1000 --modes http --attack 200,50   # issue 17: under attack
 //   gapless-microbench --parse 100000,200000                       # issue 17: parse time
+//   gapless-microbench --nodes 10000 --modes metrics    # one GET /metrics's work, per scrape
 //
 // Modes: engine (in-process, no JSON, with and without the verdict cache), http (nodeCache:
-// NodeNames), http-full (full-node: Node objects in every request). Prints one markdown table.
+// NodeNames), http-full (full-node: Node objects in every request), metrics
+// (Extender::metrics_text, what GET /metrics serves, under a mix learned from the stream). Prints
+// one markdown table.
 #include <malloc.h>
 
 #include <CLI/CLI.hpp>
@@ -24,6 +27,7 @@
 #include "gapless/placement/profile.h"
 #include "gapless/server/extender.h"
 #include "latency_runs.h"
+#include "pod_stream.h"
 #include "synthetic_cluster.h"
 
 using namespace gapless;
@@ -68,7 +72,7 @@ void print_run(int nodes, const bench::LatencyRun& run, int clients) {
                   100.0 * run.cache_hits / static_cast<double>(run.cache_hits + run.cache_misses));
     extra = buf;
   }
-  for (const char* verb : {"filter", "prioritize", "filter+prioritize", "bind"}) {
+  for (const char* verb : {"filter", "prioritize", "filter+prioritize", "bind", "/metrics"}) {
     auto it = run.ms.find(verb);
     if (it == run.ms.end()) continue;
     const auto& v = it->second;
@@ -98,6 +102,32 @@ void print_parse(int objects) {
   std::printf("| %d | %zu | %.1f |\n", objects, body.size(), ms);
 }
 
+// `scrapes` calls of what GET /metrics serves, on a cluster of `nodes` nodes whose mix was
+// learned from 200 pods of the stream (each filtered once against one node).
+bench::LatencyRun run_scrapes(int nodes, double fill, int scrapes) {
+  server::Metrics metrics;
+  server::InMemoryBinder binder;
+  server::Extender ext(bench::synthetic_cluster(nodes, fill, 42), placement::builtin_policy(),
+                       binder, metrics);
+  for (const bench::StreamPod& p : bench::pod_stream(200, 7)) {
+    ext.filter(nlohmann::json{{"Pod", p.pod}, {"NodeNames", {"node-00000"}}}.dump());
+  }
+  bench::LatencyRun run;
+  run.mode = "metrics";
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < scrapes; ++i) {
+    const auto t = std::chrono::steady_clock::now();
+    const std::string text = ext.metrics_text();
+    const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t;
+    run.ms["/metrics"].push_back(ms.count());
+    run.bound += text.empty() ? 0 : 1;
+  }
+  const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;
+  run.wall_s = wall.count();
+  run.pods = scrapes;
+  return run;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -110,7 +140,7 @@ int main(int argc, char** argv) {
   double fill = 0.5;
   bool baseline = true;
   app.add_option("--nodes", sizes, "cluster sizes (8 GPUs per node)")->delimiter(',');
-  app.add_option("--modes", modes, "engine, http, http-full")->delimiter(',');
+  app.add_option("--modes", modes, "engine, http, http-full, metrics")->delimiter(',');
   app.add_option("--pods", pods, "pods in the stream (engine, http)");
   app.add_option("--full-pods", full_pods, "pods in the stream for http-full (slow: MBs per call)");
   app.add_option("--clients", clients, "concurrent HTTP clients");
@@ -152,6 +182,8 @@ int main(int argc, char** argv) {
         }
         o.cache = true;
         print_run(n, bench::run_engine(stream, o), 1);
+      } else if (mode == "metrics") {
+        print_run(n, run_scrapes(n, fill, 20), 1);
       } else if (mode == "http" || mode == "http-full") {
         o.full_node = mode == "http-full";
         print_run(n, bench::run_http(bench::pod_stream(o.full_node ? full_pods : pods, 7), o),

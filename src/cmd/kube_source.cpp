@@ -6,17 +6,37 @@
 
 using namespace gapless;
 
-KubeSource::KubeSource(k8s::ClientConfig config) : api_(std::move(config)), binder_(api_) {}
+namespace {
+
+// Bound pods get a Normal Event naming their GPUs (rate-limited), besides the failure Events.
+k8s::BindEvents bind_events() {
+  k8s::BindEvents e;
+  e.on_success = true;
+  return e;
+}
+
+}  // namespace
+
+KubeSource::KubeSource(k8s::ClientConfig config)
+    : api_(std::move(config)), binder_(api_, "gapless-extender", bind_events()) {}
 
 KubeSource::~KubeSource() { stop(); }
 
 void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
   k8s::ClusterSyncHooks hooks = extender.sync_hooks();
-  hooks.on_bad_record = [&metrics](const std::string& pod, const std::string& node,
-                                   const std::string& why) {
+  hooks.on_bad_record = [this, &metrics](const std::string& pod, const std::string& node,
+                                         const std::string& why) {
     metrics.count_bad_record();
+    const std::size_t slash = pod.find('/');  // "ns/name"
+    if (slash != std::string::npos) {
+      binder_.warn_fenced(pod.substr(0, slash), pod.substr(slash + 1), node, why);
+    }
     server::log_error("allocation record of pod " + pod + " cannot be used (" + why +
                       "); node " + node + " is fenced until it is fixed");
+  };
+  // ClusterSync logs the lift itself (hooks.log); only count it here.
+  hooks.on_fence_lifted = [&metrics](const std::string&, const std::string&) {
+    metrics.count_fence_lifted();
   };
   hooks.log = [](const std::string& m) { server::log_info(m); };
   sync_ = std::make_unique<k8s::ClusterSync>(std::move(hooks));

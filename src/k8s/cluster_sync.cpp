@@ -3,6 +3,7 @@
 // applied fences its node instead of freeing anything.
 #include "gapless/k8s/cluster_sync.h"
 
+#include <string_view>
 #include <utility>
 
 #include "gapless/k8s/allocation_record.h"
@@ -20,9 +21,17 @@ struct ClusterSync::Outbox {
   };
   std::vector<Bad> bad;
   std::vector<std::string> logs;
+  struct Lifted {
+    std::string node, why;
+  };
+  std::vector<Lifted> lifted;
 };
 
 namespace {
+
+// Every fence a bad record sets starts so; a fence for another reason (an inventory change that
+// stranded allocations) is never lifted here.
+constexpr std::string_view kRecordFence = "allocation record of pod ";
 
 std::string pod_key(const std::string& ns, const std::string& name) {
   return ns + "/" + name;
@@ -41,7 +50,7 @@ InformerHandlers ClusterSync::node_handlers() {
   InformerHandlers h;
   h.on_list = [this](const std::vector<json>& items) { replace_nodes(items); };
   h.on_event = [this](const std::string& type, const json& obj) { apply_node(type, obj); };
-  h.on_error = [this](const std::string& m) { emit(Outbox{{}, {"nodes informer: " + m}}); };
+  h.on_error = [this](const std::string& m) { emit(Outbox{{}, {"nodes informer: " + m}, {}}); };
   return h;
 }
 
@@ -49,7 +58,7 @@ InformerHandlers ClusterSync::pod_handlers() {
   InformerHandlers h;
   h.on_list = [this](const std::vector<json>& items) { replace_pods(items); };
   h.on_event = [this](const std::string& type, const json& obj) { apply_pod(type, obj); };
-  h.on_error = [this](const std::string& m) { emit(Outbox{{}, {"pods informer: " + m}}); };
+  h.on_error = [this](const std::string& m) { emit(Outbox{{}, {"pods informer: " + m}, {}}); };
   return h;
 }
 
@@ -59,6 +68,9 @@ void ClusterSync::emit(const Outbox& out) const {
   }
   if (hooks_.on_bad_record) {
     for (const Outbox::Bad& b : out.bad) hooks_.on_bad_record(b.pod, b.node, b.why);
+  }
+  if (hooks_.on_fence_lifted) {
+    for (const Outbox::Lifted& l : out.lifted) hooks_.on_fence_lifted(l.node, l.why);
   }
 }
 
@@ -90,7 +102,7 @@ void ClusterSync::apply_node(const std::string& type, const json& node) {
   const std::string name = node_name(node);
   Outbox out;
   if (name.empty()) {
-    emit(Outbox{{}, {"ignoring a Node without metadata.name"}});
+    emit(Outbox{{}, {"ignoring a Node without metadata.name"}, {}});
     return;
   }
   {
@@ -178,17 +190,35 @@ ClusterSync::PodFacts ClusterSync::pod_facts(const json& pod) {
   return p;
 }
 
-void ClusterSync::forget(const std::string& uid) {
+void ClusterSync::forget(model::Cluster& c, const std::string& uid, Outbox& out) {
   parked_.erase(uid);
-  rejected_.erase(uid);
+  clear_rejection(c, uid, "the pod finished or was deleted", out);
   unrecorded_.erase(uid);
+}
+
+void ClusterSync::clear_rejection(model::Cluster& c, const std::string& uid, const std::string& why,
+                                  Outbox& out) {
+  auto it = rejected_.find(uid);
+  if (it == rejected_.end()) return;
+  const std::string node = it->second.node;
+  rejected_.erase(it);
+  for (const auto& [other, r] : rejected_) {
+    if (r.node == node) return;  // another bad record still fences it
+  }
+  const model::Node* n = c.find_node(node);
+  if (n == nullptr || n->fence_reason.rfind(kRecordFence, 0) != 0) return;
+  c.fence(node, "");
+  ++fences_lifted_;
+  const std::string text = "the record that fenced it is gone: " + why;
+  out.lifted.push_back({node, text});
+  out.logs.push_back("node " + node + " unfenced: " + text);
 }
 
 void ClusterSync::reject(model::Cluster& c, const PodFacts& p, const std::string& why,
                          Outbox& out) {
   const std::string who = pod_key(p.ns, p.name);
-  c.fence(p.node, "allocation record of pod " + who + " unusable: " + why);
-  rejected_[p.uid] = p.record;
+  c.fence(p.node, std::string(kRecordFence) + who + " unusable: " + why);
+  rejected_[p.uid] = {p.record, p.node};
   ++bad_records_;
   out.bad.push_back({who, p.node, why});
   out.logs.push_back("pod " + who + ": " + why + "; node " + p.node + " fenced");
@@ -197,7 +227,7 @@ void ClusterSync::reject(model::Cluster& c, const PodFacts& p, const std::string
 void ClusterSync::account(model::Cluster& c, const PodFacts& p, Outbox& out) {
   if (p.finished) {
     c.release(p.uid);
-    forget(p.uid);
+    forget(c, p.uid, out);
     return;
   }
   // Pending: nothing durable yet. A bind may be in flight, holding what the extender committed.
@@ -217,7 +247,9 @@ void ClusterSync::account(model::Cluster& c, const PodFacts& p, Outbox& out) {
     return;
   }
   parked_.erase(p.uid);
-  if (auto it = rejected_.find(p.uid); it != rejected_.end() && it->second == p.record) return;
+  if (auto it = rejected_.find(p.uid); it != rejected_.end() && it->second.record == p.record) {
+    return;
+  }
   if (!p.record_is_string) {
     return reject(c, p, std::string(kAllocationAnnotation) + ": must be a string", out);
   }
@@ -236,7 +268,7 @@ void ClusterSync::account(model::Cluster& c, const PodFacts& p, Outbox& out) {
     c.release(p.uid);
   }
   if (Status s = c.restore(*a); !s.ok()) return reject(c, p, s.error(), out);
-  rejected_.erase(p.uid);
+  clear_rejection(c, p.uid, "pod " + who + "'s record is usable now", out);
 }
 
 // Any pod bound to a node holds that node's CPU and memory, whoever bound it: counted (never
@@ -266,7 +298,7 @@ void ClusterSync::learn(const PodFacts& p) const {
 void ClusterSync::apply_pod(const std::string& type, const json& pod) {
   PodFacts p = pod_facts(pod);
   if (p.uid.empty()) {
-    emit(Outbox{{}, {"ignoring pod " + pod_key(p.ns, p.name) + " without metadata.uid"}});
+    emit(Outbox{{}, {"ignoring pod " + pod_key(p.ns, p.name) + " without metadata.uid"}, {}});
     return;
   }
   if (type == "DELETED") p.finished = true;
@@ -307,9 +339,15 @@ void ClusterSync::replace_pods(const std::vector<json>& pods) {
         out.logs.push_back("released the allocations of " + std::to_string(vanished.size()) +
                            " pod(s) that are gone");
       }
+      std::vector<std::string> gone_bad;
+      for (const auto& [uid, r] : rejected_) {
+        if (running.count(uid) == 0) gone_bad.push_back(uid);
+      }
+      for (const std::string& uid : gone_bad) {
+        clear_rejection(c, uid, "the pod is gone (relist)", out);
+      }
     });
     std::erase_if(parked_, [&](const auto& kv) { return running.count(kv.first) == 0; });
-    std::erase_if(rejected_, [&](const auto& kv) { return running.count(kv.first) == 0; });
     std::erase_if(unrecorded_, [&](const std::string& uid) { return running.count(uid) == 0; });
   }
   for (const PodFacts& p : facts) learn(p);

@@ -1,6 +1,7 @@
 // pods/binding with the allocation record (docs/extender-protocol.md §2.8, §2.10, §4.2, §4.5).
 #include "gapless/k8s/kube_binder.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -47,10 +48,57 @@ bool already_bound_as_asked(ApiTransport& api, const BindRequest& req) {
   return theirs != nullptr && theirs->is_string() && theirs->get<std::string>() == ours->second;
 }
 
+// What the pod got, from the allocation record the bind carries: "GPU 2 (GPU-...), ...".
+std::string granted(const BindRequest& req) {
+  auto it = req.annotations.find(std::string(kAllocationAnnotation));
+  if (it == req.annotations.end()) return "no GPUs";
+  const json r = json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  if (!r.is_object()) return "the GPUs in its " + std::string(kAllocationAnnotation) + " record";
+  std::string out;
+  auto add = [&out](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
+  for (const json& g : r.value("gpus", json::array())) {
+    std::string part = "GPU " + std::to_string(g.value("index", -1));
+    if (!g.value("uuid", "").empty()) part += " (" + g.value("uuid", "") + ")";
+    if (g.contains("memoryMiB") || g.contains("computeMilli")) {
+      part += " shared: " + std::to_string(g.value("memoryMiB", 0)) + " MiB, " +
+              std::to_string(g.value("computeMilli", 0)) + " milli";
+    }
+    add(part);
+  }
+  for (const json& m : r.value("mig", json::array())) {
+    add("MIG " + m.value("profile", "?") +
+        (m.contains("gpu") ? " on GPU " + std::to_string(m.value("gpu", -1)) : ""));
+  }
+  return out.empty() ? "no GPUs" : out;
+}
+
 }  // namespace
 
-KubeBinder::KubeBinder(ApiTransport& api, std::string component)
-    : api_(api), component_(std::move(component)) {}
+KubeBinder::KubeBinder(ApiTransport& api, std::string component, BindEvents events)
+    : api_(api),
+      component_(std::move(component)),
+      events_(events),
+      tokens_(events.burst),
+      last_(std::chrono::steady_clock::now()) {}
+
+bool KubeBinder::take_token() {
+  std::lock_guard lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  const std::chrono::duration<double> elapsed = now - last_;
+  last_ = now;
+  tokens_ = std::min(events_.burst, tokens_ + elapsed.count() * events_.per_second);
+  if (tokens_ < 1) return false;
+  tokens_ -= 1;
+  return true;
+}
+
+void KubeBinder::warn_fenced(const std::string& ns, const std::string& name,
+                             const std::string& node, const std::string& why) {
+  if (!take_token()) return;
+  post_event(BindRequest{ns, name, "", node, {}}, "Warning", "NodeFenced",
+             "the allocation record of this pod cannot be used (" + why + "); node " + node +
+                 " takes no Gapless pods until it is fixed or the pod is gone");
+}
 
 Status KubeBinder::bind(const BindRequest& req) {
   json annotations = json::object();
@@ -69,15 +117,24 @@ Status KubeBinder::bind(const BindRequest& req) {
     // for it would spend more of kube-scheduler's bind timeout.
     return Error{r.error()};
   }
-  if (r->ok()) return Status::Ok();
+  if (r->ok()) {
+    // Only after the binding is durable, and never at the cost of the bind: best effort.
+    if (events_.on_success && take_token()) {
+      post_event(req, "Normal", "GaplessBound",
+                 "Gapless bound the pod to node " + req.node + " (the best-scoring node for " +
+                     "NVLink topology and GPU fragmentation among those offered): " + granted(req));
+    }
+    return Status::Ok();
+  }
   const std::string message = api_error(*r);
   if (r->status == 409 && already_bound_as_asked(api_, req)) return Status::Ok();
-  post_event(req, "FailedBinding", "binding to node " + req.node + " failed: " + message);
+  post_event(req, "Warning", "FailedBinding",
+             "binding to node " + req.node + " failed: " + message);
   return Error{message};
 }
 
-void KubeBinder::post_event(const BindRequest& req, const std::string& reason,
-                            const std::string& message) {
+void KubeBinder::post_event(const BindRequest& req, const std::string& type,
+                            const std::string& reason, const std::string& message) {
   const std::string now = rfc3339_now();
   const json event = {
       {"apiVersion", "v1"},
@@ -91,13 +148,13 @@ void KubeBinder::post_event(const BindRequest& req, const std::string& reason,
         {"uid", req.uid}}},
       {"reason", reason},
       {"message", message},
-      {"type", "Warning"},
+      {"type", type},
       {"source", {{"component", component_}}},
       {"firstTimestamp", now},
       {"lastTimestamp", now},
       {"count", 1},
   };
-  // Best effort: the bind already failed, and an Event is only for `kubectl describe pod`.
+  // Best effort: an Event is only for `kubectl describe pod`.
   (void)api_.call("POST", "/api/v1/namespaces/" + url_encode(req.ns) + "/events",
                   event.dump(-1, ' ', false, json::error_handler_t::replace));
 }

@@ -129,47 +129,79 @@ bool topology_counts(const model::GpuRequest& req) {
 // Weighted mean of the node-level strategies, the GPU-level score of the pick, and (for
 // multi-GPU requests that care) the connectivity of the pick and the largest NVLink island it
 // leaves free, so that of two nodes that give the pod equally good GPUs the one whose big island
-// survives is preferred (an 8-GPU job later still finds one).
+// survives is preferred (an 8-GPU job later still finds one). `terms`, when given, gets each term:
+// the explanation and the score come from this one function.
 double weighted_score(const model::Node& node, const model::GpuRequest& req, const Profile& profile,
-                      const double* gpu_score, double conn, double island_kept = 1.0) {
+                      const double* gpu_score, double conn, double island_kept,
+                      ScoreBreakdown* terms) {
   double sum = 0, weights = 0;
+  // Adds one term; records it only when explaining, so scoring builds no strings.
+  // `slot`: where the term goes in ScoreBreakdown; null for a node-level strategy's.
+  auto add = [&](std::optional<ScoreTerm> ScoreBreakdown::*slot, std::string_view name,
+                 double weight, double score) {
+    sum += weight * score;
+    weights += weight;
+    if (terms == nullptr) return;
+    ScoreTerm t{std::string(name), weight, score};
+    if (slot != nullptr) {
+      terms->*slot = std::move(t);
+    } else {
+      terms->node.push_back(std::move(t));
+    }
+  };
   for (const WeightedStrategy& ws : profile.node) {
-    sum += ws.weight * ws.strategy->score_node_in(profile.context, node, req);
-    weights += ws.weight;
+    add(nullptr, ws.strategy->name(), ws.weight,
+        ws.strategy->score_node_in(profile.context, node, req));
   }
-  if (gpu_score != nullptr) {
-    sum += profile.gpu_weight * *gpu_score;
-    weights += profile.gpu_weight;
-  }
+  if (gpu_score != nullptr) add(&ScoreBreakdown::gpu, "gpu", profile.gpu_weight, *gpu_score);
   if (topology_counts(req)) {
-    sum += profile.topology_weight * (conn + island_kept);
-    weights += 2 * profile.topology_weight;
+    add(&ScoreBreakdown::connectivity, "connectivity", profile.topology_weight, conn);
+    add(&ScoreBreakdown::island_kept, "island_kept", profile.topology_weight, island_kept);
   }
-  return weights > 0 ? sum / weights : 0.0;
+  const double total = weights > 0 ? sum / weights : 0.0;
+  if (terms != nullptr) terms->total = total;
+  return total;
 }
 
-}  // namespace
-
-double score_node(const model::Node& node, const model::GpuRequest& req, const Profile& profile) {
+double score_node_terms(const model::Node& node, const model::GpuRequest& req,
+                        const Profile& profile, ScoreBreakdown* terms) {
   if (req.kind == model::RequestKind::kNone) return 0.0;
   double gpu_score = 0, conn = 1, island_kept = 1;
   const bool islands = topology_counts(req) && profile.topology_weight > 0;
   if (!score_pick(node, req, profile, &gpu_score, &conn, islands ? &island_kept : nullptr)) {
     return -1.0;
   }
-  return weighted_score(node, req, profile, &gpu_score, conn, island_kept);
+  return weighted_score(node, req, profile, &gpu_score, conn, island_kept, terms);
+}
+
+double score_fitting_terms(const model::Node& node, const model::GpuRequest& req,
+                           const Profile& profile, ScoreBreakdown* terms) {
+  if (req.kind == model::RequestKind::kNone) {
+    return weighted_score(node, req, profile, nullptr, 1.0, 1.0, terms);
+  }
+  if (profile.gpu_weight == 0 && !(topology_counts(req) && profile.topology_weight != 0)) {
+    const double none = 0;
+    return weighted_score(node, req, profile, &none, 1.0, 1.0, terms);
+  }
+  return score_node_terms(node, req, profile, terms);
+}
+
+}  // namespace
+
+double score_node(const model::Node& node, const model::GpuRequest& req, const Profile& profile) {
+  return score_node_terms(node, req, profile, nullptr);
 }
 
 double score_fitting_node(const model::Node& node, const model::GpuRequest& req,
                           const Profile& profile) {
-  if (req.kind == model::RequestKind::kNone) {
-    return weighted_score(node, req, profile, nullptr, 1.0);
-  }
-  if (profile.gpu_weight == 0 && !(topology_counts(req) && profile.topology_weight != 0)) {
-    const double none = 0;
-    return weighted_score(node, req, profile, &none, 1.0);
-  }
-  return score_node(node, req, profile);
+  return score_fitting_terms(node, req, profile, nullptr);
+}
+
+ScoreBreakdown explain_fitting_node(const model::Node& node, const model::GpuRequest& req,
+                                    const Profile& profile) {
+  ScoreBreakdown b;
+  b.total = score_fitting_terms(node, req, profile, &b);
+  return b;
 }
 
 std::vector<double> score_nodes(const model::Cluster& cluster, const model::GpuRequest& req,
@@ -225,8 +257,7 @@ std::vector<int> normalize_scores(const std::vector<double>& raw,
   std::size_t best = raw.size();
   for (std::size_t i = 0; i < raw.size(); ++i) {
     if (raw[i] < 0) continue;
-    if (best == raw.size() || raw[i] > raw[best] ||
-        (raw[i] == raw[best] && rank[i] < rank[best])) {
+    if (best == raw.size() || raw[i] > raw[best] || (raw[i] == raw[best] && rank[i] < rank[best])) {
       best = i;
     }
   }

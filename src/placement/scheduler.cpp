@@ -1,5 +1,7 @@
 #include "gapless/placement/scheduler.h"
 
+#include <unordered_map>
+
 #include "gapless/placement/fit.h"
 
 namespace gapless::placement {
@@ -99,13 +101,12 @@ FilterResult Scheduler::filter(const LoadedPolicy& loaded, const model::GpuReque
 }
 
 std::vector<double> Scheduler::score(const LoadedPolicy& loaded, const model::GpuRequest& req,
-                                     const Profile& profile,
-                                     const std::vector<std::string>& nodes,
+                                     const Profile& profile, const std::vector<std::string>& nodes,
                                      std::uint64_t draw) const {
   std::shared_lock lock(mu_);
-  VerdictCache* cache =
-      options_.use_cache && loaded.cache_mix_version.load() == mix_version_.load() ? &loaded.cache
-                                                                                   : nullptr;
+  VerdictCache* cache = options_.use_cache && loaded.cache_mix_version.load() == mix_version_.load()
+                            ? &loaded.cache
+                            : nullptr;
   if (!uses_draw(profile)) {
     return score_nodes(cluster_, req, profile, nodes, cache, options_.check_host);
   }
@@ -170,6 +171,61 @@ bool Scheduler::frees_room(const model::GpuRequest& req, const std::string& node
   return check_fit(after, fit).fits();
 }
 
+namespace {
+
+// Filter's verdict per node name.
+std::unordered_map<std::string, const FilterResult::Rejection*> rejections(const FilterResult& r) {
+  std::unordered_map<std::string, const FilterResult::Rejection*> out;
+  for (const FilterResult::Rejection& x : r.rejected) out.emplace(x.node, &x);
+  return out;
+}
+
+}  // namespace
+
+std::vector<NodeExplanation> Scheduler::explain(const model::PodInfo& pod,
+                                                const model::GpuRequest& req,
+                                                const Profile& profile,
+                                                const std::vector<std::string>& nodes,
+                                                std::uint64_t draw) const {
+  Profile drawn = profile;  // the draw the random strategy reads, as score() gives it
+  drawn.context.draw = draw;
+  model::GpuRequest fit = req;
+  if (!options_.check_host) fit.host = {};
+  std::shared_lock lock(mu_);
+  // No caches: an explanation must neither read stale entries nor leave any behind.
+  const FilterResult filtered =
+      placement::filter(cluster_, req, nodes, nullptr, options_.check_host);
+  const std::vector<int> normalized =
+      normalize(nodes, score_nodes(cluster_, req, drawn, nodes, nullptr, options_.check_host));
+  const auto rejected = rejections(filtered);
+  std::unordered_set<std::string> done;
+  std::vector<NodeExplanation> out;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (!done.insert(nodes[i]).second) continue;
+    NodeExplanation& e = out.emplace_back();
+    e.node = nodes[i];
+    if (auto it = rejected.find(nodes[i]); it != rejected.end()) {
+      const FilterResult::Reason& why = filtered.reasons[it->second->reason];
+      e.verdict = why.unresolvable ? NodeExplanation::Verdict::kUnresolvable
+                                   : NodeExplanation::Verdict::kFailed;
+      e.reason = why.text;
+      e.reason_label = std::string(why.label);
+      continue;
+    }
+    const model::Node* node = cluster_.find_node(nodes[i]);
+    if (node == nullptr) continue;  // a pod without GPUs passes unknown nodes: nothing to score
+    e.score = explain_fitting_node(*node, req, drawn);
+    e.normalized = normalized[i];
+    auto placed = place(cluster_, fit, drawn, pod, nodes[i]);
+    if (placed) {
+      e.placement = std::move(*placed);
+    } else {
+      e.placement_error = placed.error();
+    }
+  }
+  return out;
+}
+
 void Scheduler::mutate(const std::function<void(model::Cluster&)>& f) {
   std::unique_lock lock(mu_);
   f(cluster_);
@@ -192,6 +248,11 @@ void Scheduler::follow_changes() {
 WorkloadMix Scheduler::mix() const {
   std::shared_lock lock(mu_);
   return *mix_;
+}
+
+ClusterSummary Scheduler::summary() const {
+  std::shared_lock lock(mu_);
+  return summarize(cluster_.nodes(), fragments_);
 }
 
 std::size_t Scheduler::observed() const {

@@ -4,6 +4,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "explain_json.h"
 #include "gapless/k8s/allocation_record.h"
 #include "gapless/k8s/pod_request.h"
 #include "gapless/placement/engine.h"
@@ -66,6 +67,20 @@ Result<ExtenderArgs> parse_args(std::string_view body) {
   return ExtenderArgs{std::move(args->object), std::move(*parsed), std::move(*names), full};
 }
 
+// The best raw score minus the runner-up's, when at least two nodes fit.
+void observe_margin(Metrics& m, const std::vector<double>& raw) {
+  double best = -1, second = -1;
+  for (double r : raw) {
+    if (r > best) {
+      second = best;
+      best = r;
+    } else if (r > second) {
+      second = r;
+    }
+  }
+  if (second >= 0) m.observe_score_margin(best - second);
+}
+
 std::string pod_key(const model::PodInfo& p) {
   return p.ns + "/" + p.name;
 }
@@ -103,6 +118,7 @@ k8s::ClusterSyncHooks Extender::sync_hooks() {
   h.mutate = [this](const std::function<void(model::Cluster&)>& f) { scheduler_.mutate(f); };
   h.observe = [this](const model::PodInfo& pod, const model::GpuRequest& req) {
     scheduler_.observe(pod, req);
+    metrics_.note_mix_version(scheduler_.mix_version());
   };
   h.forget = [this](const std::string& uid) { scheduler_.forget(uid); };
   return h;
@@ -129,6 +145,7 @@ std::string Extender::filter(std::string_view body) {
   // Every pod that reaches us counts in the learned workload mix (once), CPU-only pods too:
   // they take the CPU that GPU pods need next to their GPUs.
   scheduler_.observe(args->pod.info, args->pod.request);
+  metrics_.note_mix_version(scheduler_.mix_version());
   placement::FilterResult r = scheduler_.filter(*loaded, args->pod.request, args->nodes);
   // Pods without GPUs too: with managedResources empty, kube-scheduler binds them through us.
   pending_.remember(args->pod);
@@ -185,10 +202,28 @@ std::string Extender::prioritize(std::string_view body) {
     return error_only(args ? policy_error : args.error());
   }
   scheduler_.observe(args->pod.info, args->pod.request);
-  const std::vector<int> scores = placement::Scheduler::normalize(
-      args->nodes, scheduler_.score(*loaded, args->pod.request, *profile, args->nodes));
+  metrics_.note_mix_version(scheduler_.mix_version());
+  const std::vector<double> raw =
+      scheduler_.score(*loaded, args->pod.request, *profile, args->nodes);
+  observe_margin(metrics_, raw);
+  const std::vector<int> scores = placement::Scheduler::normalize(args->nodes, raw);
   pending_.remember(args->pod);
   return wire::host_priority_list(args->nodes, scores);  // no DOM: issue 12
+}
+
+std::string Extender::explain(std::string_view body) const {
+  if (!ready()) return wire::dump(explanation_error(kNotReady));
+  auto args = parse_args(body);
+  if (!args) return wire::dump(explanation_error(args.error()));
+  std::string policy_error;
+  const auto loaded = scheduler_.policy();
+  const placement::Profile* profile =
+      placement::Scheduler::select_profile(*loaded, args->pod.info, &policy_error);
+  if (profile == nullptr) return wire::dump(explanation_error(policy_error));
+  // Read-only: no observe, no pending pod, no metrics; the model and the mix stay as they were.
+  return wire::dump(explanation_json(
+      pod_key(args->pod.info), profile->name,
+      scheduler_.explain(args->pod.info, args->pod.request, *profile, args->nodes)));
 }
 
 std::string Extender::bind(std::string_view body) {
@@ -251,8 +286,7 @@ std::string Extender::bind(std::string_view body) {
     return fail("cannot bind " + who + " to " + *node + ": " + placed.error());
   }
   if (reserved && holds_gpus) {
-    annotations[std::string(k8s::kAllocationAnnotation)] =
-        k8s::encode_allocation_record(*reserved);
+    annotations[std::string(k8s::kAllocationAnnotation)] = k8s::encode_allocation_record(*reserved);
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     scheduler_.read([&](const model::Cluster& c) {
       const model::Node* n = c.find_node(*node);

@@ -36,6 +36,9 @@ const std::array<Verb, 4> kVerbs = {{{"filter", &Extender::filter},
                                      {"bind", &Extender::bind},
                                      {"preempt", &Extender::preempt}}};
 
+// Not under the verbs' URL prefix: a debugging route, like /debug/state.
+constexpr const char* kExplainPath = "/debug/explain";
+
 std::string error_json(const std::string& message) {
   return nlohmann::json{{"Error", message}}.dump(-1, ' ', false,
                                                  nlohmann::json::error_handler_t::replace);
@@ -390,7 +393,7 @@ void HttpServer::install_routes() {
     for (const Verb& v : kVerbs) {
       if (path == prefix + "/" + v.name) return true;
     }
-    return false;
+    return path == kExplainPath;
   };
 
   Metrics* metrics = options_.metrics;
@@ -473,6 +476,13 @@ void HttpServer::install_routes() {
   s.Get("/debug/state", [this, enter](const httplib::Request& req, httplib::Response& res) {
     if (!enter(req.path, false, req, res)) return;
     res.set_content(extender_.debug_state(), kJson);
+  });
+  // Takes an ExtenderArgs like the verbs, so its body is read and bounded like theirs.
+  s.Post(kExplainPath, [this, enter, limit](const httplib::Request& req, httplib::Response& res,
+                                            const httplib::ContentReader& reader) {
+    std::optional<std::string> body = verb_body(req, reader, limit, res);
+    if (!body || !enter("explain", true, req, res)) return;
+    res.set_content(extender_.explain(*body), kJson);
   });
 
   auto refuse = [is_verb_path, limit, too_large](const httplib::Request& req,

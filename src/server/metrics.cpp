@@ -9,6 +9,9 @@ namespace gapless::server {
 namespace {
 const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5};
+// Raw engine scores are in [0, 1]; most margins that matter are small.
+const prometheus::Histogram::BucketBoundaries kMarginBuckets = {0,    0.001, 0.005, 0.01, 0.02,
+                                                                0.05, 0.1,   0.2,   0.5};
 }
 
 Metrics::Metrics()
@@ -37,6 +40,11 @@ Metrics::Metrics()
                        .Name("gapless_bad_allocation_records_total")
                        .Help("Allocation records that could not be decoded or applied; each fences its node.")
                        .Register(*registry_)),
+      fences_lifted_(prometheus::BuildCounter()
+                         .Name("gapless_fence_lifted_total")
+                         .Help("Fences set for a bad allocation record that were lifted: the pod "
+                               "went away or finished, or its record became usable.")
+                         .Register(*registry_)),
       overloads_(prometheus::BuildCounter()
                      .Name("gapless_http_overload_total")
                      .Help("Requests answered at once with an overload error (verbs: 200 with Error, "
@@ -61,7 +69,31 @@ Metrics::Metrics()
       nodes_(prometheus::BuildGauge()
                  .Name("gapless_cluster_nodes")
                  .Help("Nodes in the model, by state (ready, fenced).")
-                 .Register(*registry_)) {}
+                 .Register(*registry_)),
+      score_margin_(prometheus::BuildHistogram()
+                        .Name("gapless_prioritize_score_margin")
+                        .Help("Per prioritize call: the best node's raw engine score (0..1) minus "
+                              "the runner-up's.")
+                        .Register(*registry_)
+                        .Add({}, kMarginBuckets)) {}
+
+void Metrics::observe_score_margin(double margin) {
+  score_margin_.Observe(margin);
+}
+
+void Metrics::note_mix_version(std::uint64_t version) {
+  if (version == mix_version_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(mix_mu_);
+  if (version == mix_version_.load()) return;
+  mix_version_ = version;
+  mix_changed_ = std::chrono::steady_clock::now();
+}
+
+double Metrics::mix_age_seconds() const {
+  std::lock_guard lock(mix_mu_);
+  const std::chrono::duration<double> age = std::chrono::steady_clock::now() - mix_changed_;
+  return age.count();
+}
 
 void Metrics::observe_request(const std::string& verb, bool ok, double seconds) {
   requests_.Add({{"verb", verb}, {"outcome", ok ? "ok" : "error"}}).Increment();
@@ -81,6 +113,10 @@ void Metrics::count_policy_reload(bool ok) {
 }
 
 void Metrics::count_bad_record() { bad_records_.Add({}).Increment(); }
+
+void Metrics::count_fence_lifted() {
+  fences_lifted_.Add({}).Increment();
+}
 
 void Metrics::count_overload(const std::string& route) {
   overloads_.Add({{"route", route}}).Increment();
@@ -117,8 +153,10 @@ void Metrics::update_cluster(const model::Cluster& cluster) {
   for (const auto& [profile, free] : mig_free) mig_free_.Add({{"profile", profile}}).Set(free);
 }
 
-std::string Metrics::serialize() const {
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
+std::string Metrics::serialize(std::vector<prometheus::MetricFamily> extra) const {
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  for (prometheus::MetricFamily& f : extra) families.push_back(std::move(f));
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace gapless::server

@@ -1,4 +1,8 @@
 // GET /debug/state and /metrics: views of the model.
+#include <algorithm>
+#include <bit>
+
+#include "cluster_metrics.h"
 #include "gapless/k8s/allocation_record.h"
 #include "gapless/server/extender.h"
 #include "wire.h"
@@ -11,9 +15,12 @@ namespace {
 
 const char* source_name(model::InventorySource s) {
   switch (s) {
-    case model::InventorySource::kTopologyAnnotation: return "topology-annotation";
-    case model::InventorySource::kFeatureDiscovery: return "feature-discovery";
-    case model::InventorySource::kGpushare: return "gpushare";
+    case model::InventorySource::kTopologyAnnotation:
+      return "topology-annotation";
+    case model::InventorySource::kFeatureDiscovery:
+      return "feature-discovery";
+    case model::InventorySource::kGpushare:
+      return "gpushare";
   }
   return "unknown";
 }
@@ -43,6 +50,32 @@ json gpu_json(const model::Gpu& g) {
             {"gpushareUnits", u.gpushare_used},
             {"migSliceMask", u.mig_slices_used},
             {"migComputeSlices", u.mig_compute_used}}}};
+}
+
+// The node's NVLink islands: GPU indices connected by working NVLinks, directly or through
+// other GPUs, as lists (ascending); GPUs without NVLink are left out.
+json nvlink_islands(const model::Node& n) {
+  const int count = std::min<int>(n.links.size(), 64);
+  std::uint64_t seen = 0;
+  json islands = json::array();
+  for (int i = 0; i < count; ++i) {
+    if ((seen >> i & 1) || n.links.nvlink_mask(i) == 0) continue;
+    std::uint64_t island = std::uint64_t{1} << i, frontier = island;
+    while (frontier != 0) {
+      const int g = std::countr_zero(frontier);
+      frontier &= frontier - 1;
+      const std::uint64_t next = n.links.nvlink_mask(g) & ~island;
+      island |= next;
+      frontier |= next;
+    }
+    seen |= island;
+    json members = json::array();
+    for (int g = 0; g < count; ++g) {
+      if (island >> g & 1) members.push_back(g);
+    }
+    islands.push_back(std::move(members));
+  }
+  return islands;
 }
 
 json host_json(const model::HostResources& cap, const model::HostResources& used) {
@@ -84,6 +117,7 @@ std::string Extender::debug_state() const {
                        {"fenced", n->fence_reason},
                        {"host", host_json(n->host, n->host_used)},
                        {"gpus", std::move(gpus)},
+                       {"nvlinkIslands", nvlink_islands(*n)},
                        {"migPool", std::move(pool)}});
     }
     for (const model::Allocation* a : cluster.allocations()) {
@@ -101,7 +135,9 @@ std::string Extender::debug_state() const {
 
 std::string Extender::metrics_text() const {
   scheduler_.read([&](const model::Cluster& cluster) { metrics_.update_cluster(cluster); });
-  return metrics_.serialize();
+  metrics_.note_mix_version(scheduler_.mix_version());
+  const MixStatus mix{static_cast<double>(scheduler_.observed()), metrics_.mix_age_seconds()};
+  return metrics_.serialize(cluster_families(scheduler_.summary(), mix));
 }
 
 }  // namespace gapless::server

@@ -1,6 +1,7 @@
 #include "gapless/k8s/cluster_sync.h"
 
 #include <catch2/catch.hpp>
+#include <functional>
 
 #include "k8s_objects.h"
 
@@ -26,6 +27,7 @@ struct Harness {
   std::mutex mu;
   std::vector<std::string> logs;
   std::vector<std::vector<std::string>> bad;  // {pod, node, why}
+  std::vector<std::string> lifted;            // nodes whose fence was lifted
   ClusterSync sync{hooks()};
 
   ClusterSyncHooks hooks() {
@@ -37,6 +39,9 @@ struct Harness {
     h.on_bad_record = [this](const std::string& pod, const std::string& node,
                              const std::string& why) {
       bad.push_back({pod, node, why});
+    };
+    h.on_fence_lifted = [this](const std::string& node, const std::string&) {
+      lifted.push_back(node);
     };
     h.log = [this](const std::string& m) { logs.push_back(m); };
     return h;
@@ -281,4 +286,69 @@ TEST_CASE("sync: a restart rebuilds exactly the model that binds built", "[k8s][
   }
   CHECK(live.cluster.find_node("h1")->gpus[2].used.shared_pods == 2);
   CHECK(live.cluster.find_node("a1")->gpus[0].used.mig_slices_used != 0);
+}
+
+TEST_CASE("sync: a fence set for a bad record is lifted when the record goes or is fixed",
+          "[k8s][sync]") {
+  const json garbage = "{not json";
+  const json fixed = encode_allocation_record(whole("u-bad", "n1", {3}));
+  struct Case {
+    const char* name;
+    std::function<void(Harness&, const json& bad)> cure;
+  };
+  const Case cases[] = {
+      {"deleted", [](Harness& h, const json& bad) { h.sync.apply_pod("DELETED", bad); }},
+      {"finished",
+       [](Harness& h, json bad) {
+         bad["status"]["phase"] = "Succeeded";
+         h.sync.apply_pod("MODIFIED", bad);
+       }},
+      {"gone at a relist",
+       [](Harness& h, const json&) { h.sync.replace_pods({bound_pod(whole("good", "n1", {0}))}); }},
+      {"record fixed",
+       [&](Harness& h, json bad) {
+         bad["metadata"]["annotations"]["gapless.io/allocation"] = fixed;
+         h.sync.apply_pod("MODIFIED", bad);
+       }},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    Harness h;
+    h.sync.replace_nodes({topology_node("n1", 8)});
+    h.sync.replace_pods({bound_pod(whole("good", "n1", {0}))});
+    const json bad = pod_object("bad", "u-bad", "n1", garbage);
+    h.sync.apply_pod("ADDED", bad);
+    REQUIRE(h.cluster.find_node("n1")->fenced());
+
+    c.cure(h, bad);
+    CHECK_FALSE(h.cluster.find_node("n1")->fenced());
+    CHECK(h.sync.fences_lifted() == 1);
+    REQUIRE(h.lifted.size() == 1);
+    CHECK(h.lifted[0] == "n1");
+    CHECK(h.logs.back().find("node n1 unfenced") != std::string::npos);
+    CHECK(h.cluster.allocation("good") != nullptr);
+  }
+}
+
+TEST_CASE("sync: a fence stays while another bad record, or another reason, holds it",
+          "[k8s][sync]") {
+  Harness h;
+  h.sync.replace_nodes({topology_node("n1", 8)});
+  const json bad1 = pod_object("bad1", "u-bad1", "n1", "{not json");
+  const json bad2 = pod_object("bad2", "u-bad2", "n1", "{nor this");
+  h.sync.apply_pod("ADDED", bad1);
+  h.sync.apply_pod("ADDED", bad2);
+  h.sync.apply_pod("DELETED", bad1);
+  CHECK(h.cluster.find_node("n1")->fenced());
+  CHECK(h.sync.fences_lifted() == 0);
+  h.sync.apply_pod("DELETED", bad2);
+  CHECK_FALSE(h.cluster.find_node("n1")->fenced());
+  CHECK(h.sync.fences_lifted() == 1);
+
+  // A fence for another reason (here set by hand) is not a record's to lift.
+  h.sync.apply_pod("ADDED", pod_object("bad3", "u-bad3", "n1", "{again"));
+  h.cluster.fence("n1", "inventory changed under allocations");
+  h.sync.apply_pod("DELETED", pod_object("bad3", "u-bad3", "n1", "{again"));
+  CHECK(h.cluster.find_node("n1")->fenced());
+  CHECK(h.sync.fences_lifted() == 1);
 }

@@ -180,3 +180,43 @@ TEST_CASE("binder: a transport error is an error; a failing Event is ignored", "
     CHECK(api.requests().size() == 2);
   }
 }
+
+TEST_CASE("binder: with success Events on, a bound pod gets a Normal Event naming its GPUs",
+          "[k8s][binder]") {
+  ScriptedTransport api;
+  gapless::k8s::BindEvents events;
+  events.on_success = true;
+  events.burst = 2;
+  events.per_second = 0.001;  // no refill within the test
+  KubeBinder binder(api, "gapless-extender", events);
+  for (int i = 0; i < 3; ++i) {
+    api.push_call(201, "{}");  // the binding
+    api.push_call(201, "{}");  // the Event, if one is posted
+  }
+  for (int i = 0; i < 3; ++i) CHECK(binder.bind(request()).ok());
+  auto calls = api.requests();
+  // Two binds with an Event each, then the limit: the third bind posts none.
+  REQUIRE(calls.size() == 5);
+  CHECK(calls[1].path == "/api/v1/namespaces/ml-team/events");
+  const json e = json::parse(calls[1].body);
+  CHECK(e["type"] == "Normal");
+  CHECK(e["reason"] == "GaplessBound");
+  CHECK(e["involvedObject"]["name"] == "llm-train-0");
+  CHECK(e["message"].get<std::string>().find("node gpu-h100-01") != std::string::npos);
+  CHECK(e["message"].get<std::string>().find("GPU 2 (GPU-c)") != std::string::npos);
+  CHECK(calls[4].path.find("/binding") != std::string::npos);
+}
+
+TEST_CASE("binder: a fenced node's bad record leaves a Warning Event on its pod", "[k8s][binder]") {
+  ScriptedTransport api;
+  api.push_call(201, "{}");
+  KubeBinder binder(api);
+  binder.warn_fenced("ml", "bad", "n1", "GPU 12 does not exist");
+  auto calls = api.requests();
+  REQUIRE(calls.size() == 1);
+  CHECK(calls[0].path == "/api/v1/namespaces/ml/events");
+  const json e = json::parse(calls[0].body);
+  CHECK(e["type"] == "Warning");
+  CHECK(e["reason"] == "NodeFenced");
+  CHECK(e["message"].get<std::string>().find("GPU 12 does not exist") != std::string::npos);
+}

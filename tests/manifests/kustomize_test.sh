@@ -61,7 +61,7 @@ expect_kind ClusterRole 1 9
 expect_kind ClusterRoleBinding 1 9
 expect_kind Role 1 9
 expect_kind RoleBinding 1 9
-expect_kind ConfigMap 2 2
+expect_kind ConfigMap 3 3
 expect_kind Deployment 1 1
 expect_kind DaemonSet 1 1
 expect_kind Service 1 1

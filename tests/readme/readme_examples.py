@@ -7,8 +7,10 @@ A fenced block is an example when the line before it is an HTML comment `<!-- te
 
   demo              A shell session against the built-in demo cluster. Each command (a run of
                     lines that are not comments) is run with bash; the comment lines right after
-                    it, up to a blank line, are its expected output (JSON is compared as JSON). `localhost:8888` is the
-                    demo extender this script starts; `build/gapless-extender` is the binary given.
+                    it, up to a blank line, are its expected output (JSON is compared as JSON,
+                    other output line by line). `localhost:8888` is the
+                    demo extender this script starts; `build/gapless-extender` is the binary given,
+                    `build/kubectl-gapless` the one beside it.
   policy            A policy file: `gapless-extender --check-policy` must accept it.
   pods              Pod YAML documents: the demo's filter must accept each (no Error).
   subset-of PATH    YAML whose every key and value must be found in the repository file PATH
@@ -73,11 +75,13 @@ class Demo:
         self.proc.wait(timeout=10)
 
 
-def same_output(expected, actual):
+def same_output(expected_lines, actual):
+    """JSON is compared as JSON (its lines joined); other output line by line, as text."""
     try:
-        return json.loads(expected) == json.loads(actual)
+        return json.loads("".join(expected_lines)) == json.loads(actual)
     except ValueError:
-        return expected.strip() == actual.strip()
+        return [e.strip() for e in expected_lines] == [a.strip() for a in
+                                                       actual.strip().split("\n")]
 
 
 def run_demo_block(where, text, binary, demo):
@@ -98,11 +102,13 @@ def run_demo_block(where, text, binary, demo):
     for command, expected in steps:
         script = "\n".join(command).replace("localhost:8888", f"127.0.0.1:{demo.port}")
         script = script.replace("build/gapless-extender", binary)
+        script = script.replace("build/kubectl-gapless",
+                                os.path.join(os.path.dirname(binary), "kubectl-gapless"))
         res = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=ROOT,
                              capture_output=True, text=True, timeout=60)
         if res.returncode != 0:
             failures.append(f"{where}: `{command[-1]}` failed: {res.stderr.strip()}")
-        elif expected and not same_output("".join(expected), res.stdout):
+        elif expected and not same_output(expected, res.stdout):
             failures.append(f"{where}: `{command[-1]}`\n  README: {''.join(expected)}\n"
                             f"  binary: {res.stdout.strip()}")
 

@@ -34,6 +34,9 @@ struct ClusterSyncHooks {
   // A record that fenced its node: pod "ns/name", node, why. Optional.
   std::function<void(const std::string& pod, const std::string& node, const std::string& why)>
       on_bad_record;
+  // A fence set for a bad record was lifted (the pod went away, finished, or its record became
+  // usable): node, why. Optional; called like on_bad_record.
+  std::function<void(const std::string& node, const std::string& why)> on_fence_lifted;
   // Every pod seen that has not finished, and pods that finished or were deleted: feeds the
   // learned workload mix (placement::Scheduler::observe / forget). Optional; called inside
   // neither `mutate` nor the sync's own lock.
@@ -62,6 +65,7 @@ class ClusterSync {
   // waits for it): the model may serve.
   bool synced() const { return nodes_synced_.load() && pods_synced_.load(); }
   std::size_t bad_records() const { return bad_records_.load(); }
+  std::size_t fences_lifted() const { return fences_lifted_.load(); }
 
  private:
   // What a Pod object says, as far as GPUs go.
@@ -86,18 +90,27 @@ class ClusterSync {
   void retry_parked(model::Cluster& c, Outbox& out);
   void account_host_only(model::Cluster& c, const PodFacts& p);
   void learn(const PodFacts& p) const;
-  void forget(const std::string& uid);
+  void forget(model::Cluster& c, const std::string& uid, Outbox& out);
+  // The pod's record no longer fences its node (`why`); lifts the fence when no other rejected
+  // record is on that node and the fence is still the one a record set.
+  void clear_rejection(model::Cluster& c, const std::string& uid, const std::string& why,
+                       Outbox& out);
   void emit(const Outbox& out) const;
 
   ClusterSyncHooks hooks_;
   std::atomic<bool> nodes_synced_{false};
   std::atomic<bool> pods_synced_{false};
   std::atomic<std::size_t> bad_records_{0};
+  std::atomic<std::size_t> fences_lifted_{0};
   std::mutex mu_;  // orders pod bookkeeping across informer threads; taken before `mutate`
   // Bound pods whose node is not in the model yet (the pod informer ran ahead): uid -> pod.
   std::unordered_map<std::string, PodFacts> parked_;
-  // Pods whose record fenced their node: uid -> the record, so repeats are not counted again.
-  std::unordered_map<std::string, std::string> rejected_;
+  // Pods whose record fenced their node: uid -> the record (so repeats are not counted again)
+  // and the node (so the fence can be lifted when the last such pod is gone or fixed).
+  struct Rejected {
+    std::string record, node;
+  };
+  std::unordered_map<std::string, Rejected> rejected_;
   // GPU pods bound without a record, logged once.
   std::unordered_set<std::string> unrecorded_;
 };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -62,6 +63,26 @@ double score_node(const model::Node& node, const model::GpuRequest& req, const P
 // REQUIRES: quick_fit(node, req) fits.
 double score_fitting_node(const model::Node& node, const model::GpuRequest& req,
                           const Profile& profile);
+
+// The terms weighted_score combines into a node's engine score, for explaining it. Each term is a
+// score in [0, 1] and the weight it carries; the engine score is sum(weight * score) / sum(weight).
+struct ScoreTerm {
+  std::string name;  // a strategy's name, or "gpu", "connectivity", "island_kept"
+  double weight = 0;
+  double score = 0;
+};
+struct ScoreBreakdown {
+  std::vector<ScoreTerm> node;            // the node-level strategies, in profile order
+  std::optional<ScoreTerm> gpu;           // the GPU-level score of the pick, when it counts
+  std::optional<ScoreTerm> connectivity;  // multi-GPU requests with a topology wish only
+  std::optional<ScoreTerm> island_kept;   // with connectivity
+  double total = -1;                      // the engine score, as score_fitting_node returns it
+};
+
+// score_fitting_node with the terms it was computed from: the same code path, so total equals
+// score_fitting_node(node, req, profile). REQUIRES: quick_fit(node, req) fits.
+ScoreBreakdown explain_fitting_node(const model::Node& node, const model::GpuRequest& req,
+                                    const Profile& profile);
 
 // The Score stage: the engine's score in [0, 1] per input name (score_fitting_node) where the
 // request fits the node now, -1 where it does not or the node is unknown. The cache, as for

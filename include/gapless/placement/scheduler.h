@@ -9,15 +9,17 @@
 //   Reserve        reserve          the GPUs / slices / shares on the chosen node, committed
 //   Unreserve      unreserve        undoes a reservation that could not be bound
 //   PostFilter     frees_room       would evicting these pods let the pod fit (preemption)
+//   (debugging)    explain          filter, score, normalize and the pick, per node, read-only
 //
 // It owns the cluster model, the policy and everything strategies read beyond node and request:
 // the workload mix learned from observed pods (or a fixed one, the trace bench's oracle), the
 // per-node fragment cache under that mix, and the per-policy verdict cache. Drivers never fill a
 // ScoreContext: a policy naming a strategy is enough for the strategy to get what it needs.
 //
-// Thread-safety: every method may be called concurrently. Filter, Score and PostFilter share a
-// read lock; observe (when it counts a new pod), reserve, unreserve, release and mutate take the
-// write lock. Callbacks given to read() and mutate() run under that lock and must not call back.
+// Thread-safety: every method may be called concurrently. Filter, Score, PostFilter and explain
+// share a read lock; observe (when it counts a new pod), reserve, unreserve, release and mutate
+// take the write lock. Callbacks given to read() and mutate() run under that lock and must not call
+// back.
 #pragma once
 
 #include <atomic>
@@ -36,6 +38,7 @@
 #include "gapless/model/cluster.h"
 #include "gapless/model/request.h"
 #include "gapless/model/result.h"
+#include "gapless/placement/cluster_summary.h"
 #include "gapless/placement/engine.h"
 #include "gapless/placement/fragmentation.h"
 #include "gapless/placement/profile.h"
@@ -69,6 +72,19 @@ struct LoadedPolicy {
   // The mix version the cache's scores were computed under; a cache behind the Scheduler's
   // current version is not used (a policy replaced while the mix moved on).
   mutable std::atomic<std::uint64_t> cache_mix_version{0};
+};
+
+// What the stages say about one node for one pod (Scheduler::explain).
+struct NodeExplanation {
+  enum class Verdict { kPassed, kFailed, kUnresolvable };
+  std::string node;
+  Verdict verdict = Verdict::kPassed;
+  std::string reason;        // filter's reason; empty when passed
+  std::string reason_label;  // its metric label
+  ScoreBreakdown score;      // passed only: the engine score's terms and total (raw score)
+  int normalized = 0;        // passed only: NormalizeScore's 0..10 among the passing nodes
+  std::optional<model::Allocation> placement;  // passed only: what reserve would commit
+  std::string placement_error;                 // passed, yet place() found nothing (a bug)
 };
 
 class Scheduler {
@@ -120,6 +136,14 @@ class Scheduler {
   bool frees_room(const model::GpuRequest& req, const std::string& node,
                   const std::vector<std::string>& victims) const;
 
+  // Every stage's answer for the pod on each input node (duplicates reported once, input
+  // order): filter's verdict and reason, the score's terms, the normalized score, and what
+  // reserve would give. Changes nothing: no observe, no reserve, no cache entries.
+  std::vector<NodeExplanation> explain(const model::PodInfo& pod, const model::GpuRequest& req,
+                                       const Profile& profile,
+                                       const std::vector<std::string>& nodes,
+                                       std::uint64_t draw = 0) const;
+
   // --- the model ----------------------------------------------------------------------------
   // Exclusive access (informers, recovery, tests); caches follow the changes afterwards.
   void mutate(const std::function<void(model::Cluster&)>& f);
@@ -129,6 +153,12 @@ class Scheduler {
   // The mix scoring uses now, and how many pods it was learned from.
   WorkloadMix mix() const;
   std::size_t observed() const;
+  // Changes (only) whenever the mix does; cheap (an atomic load, no lock).
+  std::uint64_t mix_version() const { return mix_version_.load(); }
+
+  // The operators' view of the model under the current mix (placement::summarize), computed
+  // under the read lock from the fragment cache: O(GPUs), no F_n(M) recomputed.
+  ClusterSummary summary() const;
 
  private:
   // Points the profiles' contexts at this Scheduler's mix and fragment cache.

@@ -21,11 +21,11 @@
 #include <string>
 #include <string_view>
 
+#include "gapless/k8s/binder.h"
+#include "gapless/k8s/cluster_sync.h"
 #include "gapless/model/cluster.h"
 #include "gapless/placement/profile.h"
 #include "gapless/placement/scheduler.h"
-#include "gapless/k8s/binder.h"
-#include "gapless/k8s/cluster_sync.h"
 #include "gapless/server/metrics.h"
 #include "gapless/server/pending_pods.h"
 
@@ -45,6 +45,11 @@ class Extender {
   std::string prioritize(std::string_view body);
   std::string bind(std::string_view body);
   std::string preempt(std::string_view body);
+
+  // POST /debug/explain: for an ExtenderArgs (as filter takes), per node the filter verdict and
+  // reason, the engine score's terms, the raw and 0..10 scores, and what bind would give the pod
+  // (README, "Explain a decision"). Read-only: the model, the mix and the caches are unchanged.
+  std::string explain(std::string_view body) const;
 
   // The model as JSON (nodes, GPUs with usage, allocations as records, policy source), in a
   // deterministic order so two states can be compared byte for byte.

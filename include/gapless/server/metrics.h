@@ -8,8 +8,15 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <prometheus/metric_family.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "gapless/model/cluster.h"
 
@@ -29,15 +36,26 @@ class Metrics {
   void count_policy_reload(bool ok);
   // An allocation record that could not be read or applied (its node is fenced).
   void count_bad_record();
+  // A fence set for a bad allocation record was lifted (k8s::ClusterSync).
+  void count_fence_lifted();
   // A request the HTTP server answered without a worker because its queue was full; route:
   // the verb (filter, ...) or the path (/version, ...).
   void count_overload(const std::string& route);
 
+  // In one prioritize call: the best node's raw engine score minus the runner-up's (how clear
+  // the choice was; 0: a tie).
+  void observe_score_margin(double margin);
+  // The learned mix's version as last seen (placement::Scheduler::mix_version); the mix's age
+  // restarts when it changes.
+  void note_mix_version(std::uint64_t version);
+  double mix_age_seconds() const;
+
   // Refreshes the cluster gauges from the model. REQUIRES: caller holds the model's lock.
   void update_cluster(const model::Cluster& cluster);
 
-  // Text exposition format (prometheus::TextSerializer).
-  std::string serialize() const;
+  // Text exposition format (prometheus::TextSerializer), with `extra` families (built at scrape
+  // time by the caller) after the registry's.
+  std::string serialize(std::vector<prometheus::MetricFamily> extra = {}) const;
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -47,12 +65,18 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& binds_;
   prometheus::Family<prometheus::Counter>& reloads_;
   prometheus::Family<prometheus::Counter>& bad_records_;
+  prometheus::Family<prometheus::Counter>& fences_lifted_;
   prometheus::Family<prometheus::Counter>& overloads_;
   prometheus::Family<prometheus::Gauge>& gpus_;
   prometheus::Family<prometheus::Gauge>& gpus_in_use_;
   prometheus::Family<prometheus::Gauge>& vram_allocated_;
   prometheus::Family<prometheus::Gauge>& mig_free_;
   prometheus::Family<prometheus::Gauge>& nodes_;
+  prometheus::Histogram& score_margin_;
+
+  std::atomic<std::uint64_t> mix_version_{0};  // checked without the lock on every verb
+  mutable std::mutex mix_mu_;
+  std::chrono::steady_clock::time_point mix_changed_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace gapless::server

@@ -1,0 +1,66 @@
+// What operators watch about the cluster model, per GPU model: fragmentation under the learned
+// workload mix (FGD's F_n(M)) and stranding, free nodes, allocated vs capacity per resource kind,
+// and the largest free NVLink-connected GPU set per node. Plain data for the metrics driver; the
+// engine knows nothing of how it is exported.
+//
+// Thread-safety: summarize() only reads; the caller holds at least a shared lock on the model
+// and the fragment cache (Scheduler::summary does).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+
+#include "gapless/model/node.h"
+#include "gapless/placement/fragmentation.h"
+
+namespace gapless::placement {
+
+// Per GPU model (a node with several models counts under each, for its GPUs of that model; its
+// node-level measures go to its first GPU's model).
+struct ModelSummary {
+  double fragment_milli = 0;  // sum of F_n(M): idle GPU the learned mix could not use
+  double stranded_milli = 0;  // sum of node_stranding: idle GPU left after packing the mix
+  double nodes = 0;           // nodes, fenced included
+  double free_nodes = 0;      // unfenced nodes with at least one GPU, all of them idle
+  double gpus = 0;            // GPUs (capacity for whole-GPU pods)
+  double gpus_whole = 0;      // GPUs held whole by one pod
+  // Shared GPUs (gapless.io/gpu-memory / -compute): capacity is every non-MIG GPU's.
+  double shared_memory_capacity_bytes = 0;
+  double shared_memory_allocated_bytes = 0;
+  double shared_compute_capacity_milli = 0;
+  double shared_compute_allocated_milli = 0;
+  // Free vRAM on shared GPUs whose compute is all handed out, and free compute on shared GPUs
+  // whose vRAM is: capacity no further share can use.
+  double shared_memory_stranded_bytes = 0;
+  double shared_compute_stranded_milli = 0;
+};
+
+struct MigSummary {
+  double capacity = 0;   // instances (static layouts and MIG pools)
+  double allocated = 0;  // of those, in use
+};
+
+// Nodes by the size of their largest free NVLink-connected GPU set: index k <= kMaxSetBucket
+// counts nodes whose largest such set has k GPUs (0: no free GPU); the last index, those above.
+inline constexpr std::size_t kMaxSetBucket = 8;
+
+struct ClusterSummary {
+  std::map<std::string, ModelSummary> models;  // by GPU model ("" when the inventory says none)
+  std::map<std::string, MigSummary> mig;       // by MIG profile
+  std::array<std::uint64_t, kMaxSetBucket + 2> largest_free_nvlink_set{};
+  double largest_free_nvlink_set_sum = 0;  // of the sizes, over all nodes
+};
+
+// One pass over the nodes; F_n(M) and stranding come from the cache (kept current by its owner),
+// so a summary costs O(GPUs) plus one small clique search per node.
+ClusterSummary summarize(std::span<const model::Node* const> nodes, const FragmentCache& fragments);
+
+// The size of the largest set of free, healthy GPUs of the node whose pairs are all NVLink
+// (1 when a GPU is free but has no NVLink peer free; 0 when none is free or the node is fenced).
+int largest_free_nvlink_set(const model::Node& node);
+
+}  // namespace gapless::placement
