@@ -20,7 +20,12 @@ json container(json limits, json requests = nullptr) {
   return {{"name", "c"}, {"image", "busybox"}, {"resources", std::move(res)}};
 }
 
+// `containers` and `init` are lists; a single container object is one-element list. (Written as
+// pod({container(...)}), a one-element braced list is the element itself under clang's reading
+// of nlohmann's initializer lists, and an array under gcc's.)
 json pod(json containers, json init = nullptr, json annotations = nullptr) {
+  if (containers.is_object()) containers = json::array({containers});
+  if (init.is_object()) init = json::array({init});
   json p = {{"apiVersion", "v1"},
             {"kind", "Pod"},
             {"metadata", {{"name", "p"}, {"namespace", "ns"}, {"uid", "u-1"}}},

@@ -152,8 +152,11 @@ inline nlohmann::json event(const std::string& type, const nlohmann::json& objec
 }
 
 // A list page: {"kind":"List","metadata":{"resourceVersion":rv,"continue":cont},"items":items}.
+// A single object is a one-element list: list_page(rv, {obj}) reads as the object itself under
+// clang (nlohmann's one-element initializer lists), as a list under gcc.
 inline nlohmann::json list_page(const std::string& rv, nlohmann::json items,
                                 const std::string& cont = "") {
+  if (items.is_object()) items = nlohmann::json::array({items});
   nlohmann::json meta = {{"resourceVersion", rv}};
   if (!cont.empty()) meta["continue"] = cont;
   return {{"kind", "List"}, {"apiVersion", "v1"}, {"metadata", meta}, {"items", std::move(items)}};
