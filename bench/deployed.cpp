@@ -52,20 +52,20 @@ void read_fit_args(const YAML::Node& args, SchedulerConfig* c) {
 
 }  // namespace
 
-Result<SchedulerConfig> parse_scheduler_config(const std::string& text,
-                                               const std::string& source) {
+Result<SchedulerConfig> parse_scheduler_config(const std::string& text, const std::string& source) {
   SchedulerConfig c;
   c.source = source;
   try {
     const YAML::Node doc = YAML::Load(text);
-    if (!doc.IsMap() || !doc["kind"] || doc["kind"].as<std::string>() != "KubeSchedulerConfiguration") {
+    if (!doc.IsMap() || !doc["kind"] ||
+        doc["kind"].as<std::string>() != "KubeSchedulerConfiguration") {
       return Error{source + ": not a KubeSchedulerConfiguration"};
     }
     if (doc["percentageOfNodesToScore"]) {
       c.percentage_of_nodes_to_score = doc["percentageOfNodesToScore"].as<int>();
     }
-    if (const YAML::Node profiles = doc["profiles"]; profiles && profiles.IsSequence() &&
-                                                     profiles.size() > 0) {
+    if (const YAML::Node profiles = doc["profiles"];
+        profiles && profiles.IsSequence() && profiles.size() > 0) {
       const YAML::Node plugins = profiles[0]["plugins"];
       for (const char* point : {"multiPoint", "score"}) {
         if (!plugins || !plugins[point]) continue;
@@ -147,11 +147,11 @@ std::string pod_json(const TracePod& p, const std::string& uid) {
   std::string models;
   for (const std::string& m : p.gpu_spec) models += (models.empty() ? "" : ",") + m;
   if (!models.empty()) annotations["gapless.io/gpu-models"] = models;
-  return json{{"metadata",
-               {{"name", uid}, {"namespace", "trace"}, {"uid", uid}, {"annotations", annotations}}},
-              {"spec",
-               {{"containers",
-                 json::array({{{"name", "c"}, {"resources", {{"limits", limits}}}}})}}}}
+  return json{
+      {"metadata",
+       {{"name", uid}, {"namespace", "trace"}, {"uid", uid}, {"annotations", annotations}}},
+      {"spec",
+       {{"containers", json::array({{{"name", "c"}, {"resources", {{"limits", limits}}}}})}}}}
       .dump();
 }
 
@@ -171,8 +171,7 @@ std::int64_t granted_milli(const model::Allocation& a) {
 class InProcess : public ExtenderPort {
  public:
   InProcess(const std::vector<model::Node>& nodes, const PolicySetup& policy)
-      : sched_(model_of(nodes), policy_of(policy.profile), options()),
-        loaded_(sched_.policy()) {}
+      : sched_(model_of(nodes), policy_of(policy.profile), options()), loaded_(sched_.policy()) {}
 
   bool filter(const TracePod& pod, const std::string& uid, const std::vector<std::string>& nodes,
               std::vector<std::string>* passed) override {
@@ -185,8 +184,8 @@ class InProcess : public ExtenderPort {
                   const std::vector<std::string>& nodes, std::vector<int>* scores) override {
     const k8s::ParsedPod& p = parsed(pod, uid);
     sched_.observe(p.info, p.request);
-    *scores = placement::Scheduler::normalize(nodes, sched_.score(*loaded_, p.request, profile(),
-                                                                  nodes));
+    *scores =
+        placement::Scheduler::normalize(nodes, sched_.score(*loaded_, p.request, profile(), nodes));
     return true;
   }
   bool bind(const TracePod& pod, const std::string& uid, const std::string& node,
@@ -297,8 +296,8 @@ class OverHttp : public ExtenderPort {
  private:
   std::string args(const TracePod& pod, const std::string& uid,
                    const std::vector<std::string>& nodes) const {
-    return "{\"Pod\":" + pod_json(pod, uid) + ",\"Nodes\":null,\"NodeNames\":" + json(nodes).dump() +
-           "}";
+    return "{\"Pod\":" + pod_json(pod, uid) +
+           ",\"Nodes\":null,\"NodeNames\":" + json(nodes).dump() + "}";
   }
   bool post(const std::string& verb, const std::string& body, json* out) {
     auto res = client_->Post(prefix_ + verb, body, "application/json");
@@ -352,8 +351,9 @@ std::int64_t plugin_score(const SchedulerConfig& c, const model::Node& n, const 
     auto one = c.most_allocated ? most_allocated : least_allocated;
     const std::int64_t weights = c.fit_cpu_weight + c.fit_memory_weight;
     if (weights > 0) {
-      total += c.fit_weight * (one(cpu, n.host.cpu_milli) * c.fit_cpu_weight +
-                               one(mem, n.host.memory_mib) * c.fit_memory_weight) /
+      total += c.fit_weight *
+               (one(cpu, n.host.cpu_milli) * c.fit_cpu_weight +
+                one(mem, n.host.memory_mib) * c.fit_memory_weight) /
                weights;
     }
   }
@@ -372,8 +372,9 @@ std::int64_t plugin_score(const SchedulerConfig& c, const model::Node& n, const 
 bool interested(const SchedulerConfig& c, const TracePod& p) {
   if (c.managed.empty()) return true;
   const bool share = p.num_gpu == 1 && p.gpu_milli < model::kFullComputeMilli;
-  const std::string asked =
-      p.num_gpu == 0 ? "" : share ? "gapless.io/gpu-compute" : "nvidia.com/gpu";
+  const std::string asked = p.num_gpu == 0 ? ""
+                            : share        ? "gapless.io/gpu-compute"
+                                           : "nvidia.com/gpu";
   return !asked.empty() && std::find(c.managed.begin(), c.managed.end(), asked) != c.managed.end();
 }
 

@@ -14,9 +14,9 @@
 #include "gapless/model/cluster.h"
 #include "gapless/placement/choice.h"
 #include "gapless/placement/engine.h"
-#include "gapless/placement/scheduler.h"
 #include "gapless/placement/fit.h"
 #include "gapless/placement/fragmentation.h"
+#include "gapless/placement/scheduler.h"
 #include "jobs.h"
 #include "rng.h"
 
@@ -65,7 +65,9 @@ class Placer {
   double oracle_total() const { return oracle_.total(); }
 
   // Lets the learned mix see an arriving pod (once per pod).
-  void observe(int pod, const std::string& uid) { sched_.observe(info(pod, uid), w_.requests[pod]); }
+  void observe(int pod, const std::string& uid) {
+    sched_.observe(info(pod, uid), w_.requests[pod]);
+  }
 
   // Places the pod under `uid`. Returns its node's index and sets *granted to the GPU milli it
   // got, or returns node_count() when it fits nowhere.
@@ -77,7 +79,8 @@ class Placer {
     for (std::size_t n = 0; n < count; ++n) {
       const double s = scores[n];
       if (s < 0) continue;
-      if (best == count || s > scores[best] || (s == scores[best] && priority_[n] < priority_[best])) {
+      if (best == count || s > scores[best] ||
+          (s == scores[best] && priority_[n] < priority_[best])) {
         best = n;
       }
     }

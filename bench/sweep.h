@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "gapless/model/node.h"
 #include <optional>
+#include "gapless/model/node.h"
 
 #include "deployed.h"
 #include "replay.h"

@@ -129,9 +129,8 @@ model::HostResources host_capacity(const json& node) {
   model::HostResources host;
   for (const char* key : {"allocatable", "capacity"}) {
     const json* list = field_path(node, {"status", key});
-    for (auto [name, unit, out] :
-         {std::tuple{"cpu", HostUnit::kMilli, &host.cpu_milli},
-          std::tuple{"memory", HostUnit::kMiB, &host.memory_mib}}) {
+    for (auto [name, unit, out] : {std::tuple{"cpu", HostUnit::kMilli, &host.cpu_milli},
+                                   std::tuple{"memory", HostUnit::kMiB, &host.memory_mib}}) {
       const json* v = field(list, name);
       if (*out != 0 || v == nullptr || !v->is_string()) continue;
       if (auto q = parse_host_quantity(v->get_ref<const std::string&>(), unit); q.ok()) *out = *q;

@@ -33,7 +33,9 @@ using Resources = std::map<std::string, std::int64_t, std::less<>>;
 constexpr std::string_view kCpu = "cpu";
 constexpr std::string_view kMemory = "memory";
 
-bool is_host(std::string_view name) { return name == kCpu || name == kMemory; }
+bool is_host(std::string_view name) {
+  return name == kCpu || name == kMemory;
+}
 
 // Resources Gapless reads: its GPU resources, and CPU and memory (scored beside the GPUs, never
 // filtered on: kube-scheduler's NodeResourcesFit does that). Other vendors' are not ours.
@@ -77,7 +79,8 @@ Status read_resource_list(const json* list, const std::string& where, const Reso
     if (!ours || (skip != nullptr && skip->contains(name) && !is_host(name))) continue;
     if (is_host(name)) {
       // CPU and memory: requests win over limits (a missing request defaults to the limit).
-      if (!value.is_string() && !value.is_number_integer()) return Error{name + ": must be a quantity"};
+      if (!value.is_string() && !value.is_number_integer())
+        return Error{name + ": must be a quantity"};
       const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
       Result<std::int64_t> q =
           parse_host_quantity(text, name == kCpu ? HostUnit::kMilli : HostUnit::kMiB);

@@ -48,10 +48,21 @@ Result<std::int64_t> parse_host_quantity(std::string_view text, HostUnit unit) {
   if (!digits) return bad(text, "must be a Kubernetes quantity such as 500m, 2, 1.5 or 8Gi");
   const std::string_view suffix = text.substr(i);
   static const std::pair<std::string_view, long double> kSuffixes[] = {
-      {"", 1},          {"n", 1e-9L},     {"u", 1e-6L},     {"m", 1e-3L},
-      {"k", 1e3L},      {"M", 1e6L},      {"G", 1e9L},      {"T", 1e12L},
-      {"P", 1e15L},     {"E", 1e18L},     {"Ki", 1024.0L},  {"Mi", 1048576.0L},
-      {"Gi", 1073741824.0L}, {"Ti", 1099511627776.0L}, {"Pi", 1125899906842624.0L},
+      {"", 1},
+      {"n", 1e-9L},
+      {"u", 1e-6L},
+      {"m", 1e-3L},
+      {"k", 1e3L},
+      {"M", 1e6L},
+      {"G", 1e9L},
+      {"T", 1e12L},
+      {"P", 1e15L},
+      {"E", 1e18L},
+      {"Ki", 1024.0L},
+      {"Mi", 1048576.0L},
+      {"Gi", 1073741824.0L},
+      {"Ti", 1099511627776.0L},
+      {"Pi", 1125899906842624.0L},
       {"Ei", 1152921504606846976.0L}};
   long double scale = -1;
   for (const auto& [name, factor] : kSuffixes) {
@@ -64,7 +75,8 @@ Result<std::int64_t> parse_host_quantity(std::string_view text, HostUnit unit) {
   }
   if (scale < 0) return bad(text, "has an unknown unit suffix");
   // In the unit asked for, rounded up as Kubernetes rounds (MilliValue, Value).
-  const long double in_unit = unit == HostUnit::kMilli ? value * scale * 1000 : value * scale / 1048576.0L;
+  const long double in_unit =
+      unit == HostUnit::kMilli ? value * scale * 1000 : value * scale / 1048576.0L;
   const long double rounded = std::ceil(in_unit - 1e-9L);
   if (rounded > static_cast<long double>(kMaxQuantity)) {
     return bad(text, "must be at most " + std::to_string(kMaxQuantity) + " in its unit");

@@ -12,7 +12,7 @@ const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
 // Raw engine scores are in [0, 1]; most margins that matter are small.
 const prometheus::Histogram::BucketBoundaries kMarginBuckets = {0,    0.001, 0.005, 0.01, 0.02,
                                                                 0.05, 0.1,   0.2,   0.5};
-}
+}  // namespace
 
 Metrics::Metrics()
     : registry_(std::make_shared<prometheus::Registry>()),
@@ -36,20 +36,23 @@ Metrics::Metrics()
                    .Name("gapless_policy_reloads_total")
                    .Help("Policy reloads by outcome; a failed reload keeps the old policy.")
                    .Register(*registry_)),
-      bad_records_(prometheus::BuildCounter()
-                       .Name("gapless_bad_allocation_records_total")
-                       .Help("Allocation records that could not be decoded or applied; each fences its node.")
-                       .Register(*registry_)),
+      bad_records_(
+          prometheus::BuildCounter()
+              .Name("gapless_bad_allocation_records_total")
+              .Help(
+                  "Allocation records that could not be decoded or applied; each fences its node.")
+              .Register(*registry_)),
       fences_lifted_(prometheus::BuildCounter()
                          .Name("gapless_fence_lifted_total")
                          .Help("Fences set for a bad allocation record that were lifted: the pod "
                                "went away or finished, or its record became usable.")
                          .Register(*registry_)),
-      overloads_(prometheus::BuildCounter()
-                     .Name("gapless_http_overload_total")
-                     .Help("Requests answered at once with an overload error (verbs: 200 with Error, "
-                           "other routes: 503) because every worker was busy and the queue full.")
-                     .Register(*registry_)),
+      overloads_(
+          prometheus::BuildCounter()
+              .Name("gapless_http_overload_total")
+              .Help("Requests answered at once with an overload error (verbs: 200 with Error, "
+                    "other routes: 503) because every worker was busy and the queue full.")
+              .Register(*registry_)),
       gpus_(prometheus::BuildGauge()
                 .Name("gapless_cluster_gpus")
                 .Help("GPUs in the model, by health.")
@@ -112,7 +115,9 @@ void Metrics::count_policy_reload(bool ok) {
   reloads_.Add({{"outcome", ok ? "ok" : "error"}}).Increment();
 }
 
-void Metrics::count_bad_record() { bad_records_.Add({}).Increment(); }
+void Metrics::count_bad_record() {
+  bad_records_.Add({}).Increment();
+}
 
 void Metrics::count_fence_lifted() {
   fences_lifted_.Add({}).Increment();

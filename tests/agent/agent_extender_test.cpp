@@ -41,8 +41,9 @@ json gpu_pod(const std::string& name, int gpus, const std::string& topology) {
             {"annotations", {{"gapless.io/topology", topology}}}}},
           {"spec",
            {{"containers",
-             json::array({{{"name", "c"},
-                           {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}}};
+             json::array(
+                 {{{"name", "c"},
+                   {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}}};
 }
 
 std::string args(const json& pod) {
@@ -113,12 +114,12 @@ TEST_CASE("agent -> API server -> extender: an NVLink pair, then a GPU lost to X
   // Six healthy GPUs are left free; a 6-GPU pod gets exactly those, never GPU 3.
   const json six = gpu_pod("six", 6, "none");
   REQUIRE(json::parse(e.filter(args(six))).at("NodeNames") == json::array({"gpu-1"}));
-  REQUIRE(json::parse(e.bind(json{{"PodName", "six"},
-                                  {"PodNamespace", "ml"},
-                                  {"PodUID", "uid-six"},
-                                  {"Node", "gpu-1"}}
-                                 .dump()))
-              .at("Error") == "");
+  REQUIRE(
+      json::parse(
+          e.bind(json{
+              {"PodName", "six"}, {"PodNamespace", "ml"}, {"PodUID", "uid-six"}, {"Node", "gpu-1"}}
+                     .dump()))
+          .at("Error") == "");
   e.mutate([&](model::Cluster& c) {
     for (const auto& g : c.allocation("uid-six")->gpus) CHECK(g.index != 3);
   });

@@ -22,8 +22,7 @@ const std::string kFixtures = kSource + "/tests/fixtures/bench/";
 
 SweepInput fixture_input() {
   SweepInput in;
-  const std::string err =
-      load_inputs(kFixtures + "nodes.csv", {kFixtures + "pods.csv"}, &in);
+  const std::string err = load_inputs(kFixtures + "nodes.csv", {kFixtures + "pods.csv"}, &in);
   REQUIRE(err.empty());
   return in;
 }

@@ -142,9 +142,8 @@ TEST_CASE("prioritize gives 0..10 for every input node", "[placement][engine]") 
         CHECK(scores[i] >= 0);
         CHECK(scores[i] <= 10);
         // Nodes the pod cannot use score 0 (a pod without GPUs fits every known node).
-        if (kInput[i] == "ghost" ||
-            (req.kind != gapless::model::RequestKind::kNone &&
-             (kInput[i] == "t4-full" || kInput[i] == "t4-fenced"))) {
+        if (kInput[i] == "ghost" || (req.kind != gapless::model::RequestKind::kNone &&
+                                     (kInput[i] == "t4-full" || kInput[i] == "t4-fenced"))) {
           CHECK(scores[i] == 0);
         }
       }
@@ -330,9 +329,8 @@ TEST_CASE("the shipped policy ranks NVSwitch over DGX-1 over PCIe for a 2-GPU po
   c.upsert_node(t4_node("t4"));
   const std::vector<std::string> names = {"h100", "dgx1", "t4"};
   const auto policy = gapless::placement::builtin_policy();
-  const auto scores =
-      prioritize(c, whole(2, gapless::model::TopologyWish::kNvlinkPreferred), policy.profiles[0],
-                 names);
+  const auto scores = prioritize(c, whole(2, gapless::model::TopologyWish::kNvlinkPreferred),
+                                 policy.profiles[0], names);
   CHECK(scores[0] == 10);
   // The DGX-1's NVLink pair beats the T4's PCIe pair (by less than one 0..10 step here).
   const auto raw = gapless::placement::score_nodes(

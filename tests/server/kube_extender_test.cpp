@@ -19,7 +19,6 @@ using nlohmann::json;
 
 namespace {
 
-
 std::string args_for(const json& pod, const std::string& node) {
   return json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {node}}}.dump();
 }

@@ -70,7 +70,6 @@ class Cluster {
   // Marks a node as changed (new Node::generation) and notes it for take_changes().
   void touch(Node& node);
 
-
   // Hashed: filter looks up every candidate name of every pod.
   std::unordered_map<std::string, Node> nodes_;
   std::unordered_map<std::string, Allocation> allocations_;
