@@ -159,19 +159,12 @@ std::string pod_json(const TracePod& p, const std::string& uid) {
 
 namespace {
 
-std::int64_t granted_milli(const model::Allocation& a) {
-  std::int64_t sum = 0;
-  for (const model::GpuGrant& g : a.gpus)
-    sum += g.whole() ? model::kFullComputeMilli : g.compute_milli;
-  return sum;
-}
-
 // The extender's model is built from the same Node objects gapless-extender --cluster reads,
 // and every pod is parsed from the JSON the HTTP mode sends: both see the same cluster.
 class InProcess : public ExtenderPort {
  public:
   InProcess(const std::vector<model::Node>& nodes, const PolicySetup& policy)
-      : sched_(model_of(nodes), policy_of(policy.profile), options()), loaded_(sched_.policy()) {}
+      : sched_(model_of(nodes), policy_of(policy), options()), loaded_(sched_.policy()) {}
 
   bool filter(const TracePod& pod, const std::string& uid, const std::vector<std::string>& nodes,
               std::vector<std::string>* passed) override {
@@ -217,13 +210,6 @@ class InProcess : public ExtenderPort {
       if (node) c.upsert_node(std::move(*node));
     }
     return c;
-  }
-  static placement::Policy policy_of(const placement::Profile& profile) {
-    placement::Policy p;
-    p.source = "bench";
-    p.profiles = {profile};
-    p.default_profile = profile.name;
-    return p;
   }
   static placement::SchedulerOptions options() {
     placement::SchedulerOptions o;

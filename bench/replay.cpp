@@ -31,13 +31,6 @@ std::string class_key(const model::GpuRequest& r) {
   return key;
 }
 
-std::int64_t granted_milli(const model::Allocation& a) {
-  std::int64_t sum = 0;
-  for (const model::GpuGrant& g : a.gpus)
-    sum += g.whole() ? model::kFullComputeMilli : g.compute_milli;
-  return sum;
-}
-
 // The engine path every replay takes for one pod, through placement::Scheduler (the object the
 // extender runs): Filter and Score over every node (Scheduler::score, -1 where the pod does not
 // fit), the best score wins with ties to the seeded node order (the FGD simulator's selectHost),
@@ -50,7 +43,7 @@ class Placer {
         priority_(node_priority),
         track_oracle_(track_oracle),
         oracle_(w.oracle),
-        sched_(cluster_of(nodes), policy_of(policy.profile), options_of(w, policy)),
+        sched_(cluster_of(nodes), policy_of(policy), options_of(w, policy)),
         loaded_(sched_.policy()),
         profile_(loaded_->policy.profiles.front()),
         draws_(seed ^ 0x5eed5eed5eed5eedULL) {
@@ -103,13 +96,6 @@ class Placer {
     for (const model::Node& n : nodes) c.upsert_node(n);
     return c;
   }
-  static placement::Policy policy_of(const placement::Profile& profile) {
-    placement::Policy p;
-    p.source = "bench";
-    p.profiles = {profile};
-    p.default_profile = profile.name;
-    return p;
-  }
   static placement::SchedulerOptions options_of(const Workload& w, const PolicySetup& policy) {
     placement::SchedulerOptions o;
     o.check_host = true;  // nothing else filters CPU and memory in the paper's replay
@@ -139,6 +125,21 @@ class Placer {
   Rng draws_;
 };
 }  // namespace
+
+placement::Policy policy_of(const PolicySetup& setup) {
+  placement::Policy p;
+  p.source = "bench";
+  p.profiles = {setup.profile};
+  p.default_profile = setup.profile.name;
+  return p;
+}
+
+std::int64_t granted_milli(const model::Allocation& a) {
+  std::int64_t sum = 0;
+  for (const model::GpuGrant& g : a.gpus)
+    sum += g.whole() ? model::kFullComputeMilli : g.compute_milli;
+  return sum;
+}
 
 Workload prepare_workload(std::string name, std::vector<TracePod> pods) {
   Workload w;

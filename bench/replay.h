@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "gapless/model/allocation.h"
 #include "gapless/model/node.h"
 #include "gapless/model/request.h"
 #include "gapless/placement/profile.h"
@@ -53,6 +54,11 @@ struct PolicySetup {
   // online from the pods seen so far.
   bool oracle_mix = false;
 };
+
+// The policy a bench run places with: the setup's profile alone, as the default.
+placement::Policy policy_of(const PolicySetup& setup);
+// The GPU milli an allocation holds (a whole GPU is 1000, a share its compute).
+std::int64_t granted_milli(const model::Allocation& a);
 
 struct RunResult {
   std::vector<Event> events;  // one per submitted pod
