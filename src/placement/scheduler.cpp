@@ -66,6 +66,12 @@ const Profile* Scheduler::select_profile(const LoadedPolicy& loaded, const model
 
 bool Scheduler::observe(const model::PodInfo& pod, const model::GpuRequest& req) {
   if (pod.uid.empty()) return false;
+  {
+    // Most calls are for a pod already counted (prioritize after filter, informer updates):
+    // answer those under the read lock, so they never wait for or block the stages.
+    std::shared_lock lock(mu_);
+    if (seen_.count(pod.uid) != 0) return false;
+  }
   std::unique_lock lock(mu_);
   if (!seen_.insert(pod.uid).second) return false;
   seen_order_.push_back(pod.uid);
@@ -80,9 +86,10 @@ bool Scheduler::observe(const model::PodInfo& pod, const model::GpuRequest& req)
 }
 
 void Scheduler::forget(const std::string& pod_uid) {
+  // The UID stays in seen_order_ until it reaches the front (erasing it there is a scan of up to
+  // kMaxSeenPods entries per deleted pod); the bound counts it until then.
   std::unique_lock lock(mu_);
-  if (seen_.erase(pod_uid) == 0) return;
-  std::erase(seen_order_, pod_uid);
+  seen_.erase(pod_uid);
 }
 
 void Scheduler::mix_changed() {
