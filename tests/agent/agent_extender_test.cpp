@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "eventually.h"
 #include "fake_api_server.h"
 #include "fake_nvml.h"
 #include "gapless/agent/agent.h"
@@ -20,18 +21,9 @@
 namespace {
 
 using namespace gapless;
+using gapless::test::eventually;
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
-}
 
 json gpu_pod(const std::string& name, int gpus, const std::string& topology) {
   return {{"metadata",

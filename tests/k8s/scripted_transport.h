@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "eventually.h"
 #include "gapless/k8s/api_client.h"
 
 namespace gapless::k8s::testing {
@@ -135,16 +136,7 @@ class ScriptedTransport final : public ApiTransport {
   bool closed_ = false;
 };
 
-// Polls `pred` until it holds or `timeout` passes; returns its last value.
-inline bool eventually(const std::function<bool()>& pred,
-                       std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
+using gapless::test::eventually;
 
 // A watch event {"type": type, "object": object}.
 inline nlohmann::json event(const std::string& type, const nlohmann::json& object) {
