@@ -46,6 +46,7 @@ Policy builtin_policy() {
   p.node = {{find_strategy("gapless"), 1.0}};
   p.gpu = {{find_strategy("gapless"), 1.0}};
   p.gpu_weight = 0;  // as policies/default.yaml's default profile
+  p.keep_best = 8;
   return Policy{"built-in", {p}, "default"};
 }
 

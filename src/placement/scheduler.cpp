@@ -1,5 +1,6 @@
 #include "gapless/placement/scheduler.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "gapless/placement/fit.h"
@@ -107,6 +108,44 @@ FilterResult Scheduler::filter(const LoadedPolicy& loaded, const model::GpuReque
   std::shared_lock lock(mu_);
   VerdictCache* cache = options_.use_cache ? &loaded.cache : nullptr;
   return placement::filter(cluster_, req, nodes, cache, options_.check_host);
+}
+
+FilterResult Scheduler::filter(const LoadedPolicy& loaded, const model::GpuRequest& req,
+                               const Profile& profile, const std::vector<std::string>& nodes,
+                               std::uint64_t draw) const {
+  FilterResult r = filter(loaded, req, nodes);
+  const auto keep = static_cast<std::size_t>(std::max(profile.keep_best, 0));
+  if (keep == 0 || r.passed.size() <= keep) return r;
+  // Rank the passing nodes as normalize does: higher score first, then the lower tie-break rank.
+  const std::vector<double> raw = score(loaded, req, profile, r.passed, draw);
+  std::vector<std::uint64_t> rank;
+  rank.reserve(r.passed.size());
+  for (const std::string& n : r.passed) rank.push_back(tie_break_rank(n));
+  std::vector<std::size_t> order(r.passed.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep - 1),
+                   order.end(), [&](std::size_t a, std::size_t b) {
+                     if (raw[a] != raw[b]) return raw[a] > raw[b];
+                     return rank[a] != rank[b] ? rank[a] < rank[b] : a < b;
+                   });
+  std::vector<bool> kept(r.passed.size(), false);
+  for (std::size_t i = 0; i < keep; ++i) kept[order[i]] = true;
+  const std::size_t reason = r.reasons.size();
+  r.reasons.push_back({"gapless: narrowed out: the policy keeps the " + std::to_string(keep) +
+                           " best-scored of " + std::to_string(r.passed.size()) +
+                           " nodes that fit (filter.keepBest)",
+                       "narrowed", true});
+  std::vector<std::string> passed;
+  passed.reserve(keep);
+  for (std::size_t i = 0; i < r.passed.size(); ++i) {
+    if (kept[i]) {
+      passed.push_back(std::move(r.passed[i]));
+    } else {
+      r.rejected.push_back({std::move(r.passed[i]), reason});
+    }
+  }
+  r.passed = std::move(passed);
+  return r;
 }
 
 std::vector<double> Scheduler::score(const LoadedPolicy& loaded, const model::GpuRequest& req,

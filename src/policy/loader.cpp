@@ -37,7 +37,8 @@ using placement::Selector;
 using placement::WeightedStrategy;
 
 const Keys kPolicyKeys = {"version", "default", "profiles"};
-const Keys kProfileKeys = {"name", "node", "gpu", "topology", "select"};
+const Keys kProfileKeys = {"name", "node", "gpu", "topology", "filter", "select"};
+const Keys kFilterKeys = {"keepBest"};
 const Keys kNodeKeys = {"strategies"};
 const Keys kGpuKeys = {"strategies", "weight"};
 const Keys kTopologyKeys = {"weight"};
@@ -103,7 +104,7 @@ class PolicyReader : public detail::YamlReader {
   }
 
   bool read_profile(const YAML::Node& node, const std::string& path, Profile* out) {
-    Fields fields, node_level, gpu_level, topology;
+    Fields fields, node_level, gpu_level, topology, filter;
     const Field* f = nullptr;
     if (!read_map(node, node.Mark(), path, &kProfileKeys, false, &fields)) return false;
 
@@ -135,6 +136,19 @@ class PolicyReader : public detail::YamlReader {
       if (!read_map(f->value, f->mark(), f->path, &kTopologyKeys, true, &topology)) return false;
       if (const Field* w = find_field(topology, "weight")) {
         if (!read_number(*w, 0, true, &out->topology_weight)) return false;
+      }
+    }
+
+    if ((f = find_field(fields, "filter"))) {
+      if (!read_map(f->value, f->mark(), f->path, &kFilterKeys, true, &filter)) return false;
+      if (const Field* k = find_field(filter, "keepBest")) {
+        double v = 0;
+        if (!read_number(*k, 0, true, &v)) return false;
+        if (v != static_cast<double>(static_cast<int>(v)) || v > 100000) {
+          return fail(k->mark(), k->path,
+                      "must be a whole number of nodes (0: keep all), got " + k->value.Scalar());
+        }
+        out->keep_best = static_cast<int>(v);
       }
     }
 

@@ -138,7 +138,9 @@ std::string Extender::filter(std::string_view body) {
   // Resolve the profile now so a pod naming a missing one fails here, visibly, not at bind.
   std::string policy_error;
   const auto loaded = scheduler_.policy();
-  if (placement::Scheduler::select_profile(*loaded, args->pod.info, &policy_error) == nullptr) {
+  const placement::Profile* profile =
+      placement::Scheduler::select_profile(*loaded, args->pod.info, &policy_error);
+  if (profile == nullptr) {
     timer.fail();
     return filter_error(policy_error);
   }
@@ -146,7 +148,7 @@ std::string Extender::filter(std::string_view body) {
   // they take the CPU that GPU pods need next to their GPUs.
   scheduler_.observe(args->pod.info, args->pod.request);
   metrics_.note_mix_version(scheduler_.mix_version());
-  placement::FilterResult r = scheduler_.filter(*loaded, args->pod.request, args->nodes);
+  placement::FilterResult r = scheduler_.filter(*loaded, args->pod.request, *profile, args->nodes);
   // Pods without GPUs too: with managedResources empty, kube-scheduler binds them through us.
   pending_.remember(args->pod);
   std::vector<std::size_t> per_reason(r.reasons.size());

@@ -140,7 +140,7 @@ TEST_CASE("invalid policies are rejected with file:line: key path: problem", "[p
        "x.yaml:1: verison: unknown key \"verison\" (known: version, default, profiles)"},
       {"unknown profile key", head + a_ok + "    selector: {}\n",
        "x.yaml:9: profiles[0].selector: unknown key \"selector\" "
-       "(known: name, node, gpu, topology, select)"},
+       "(known: name, node, gpu, topology, filter, select)"},
       {"unknown node-level key",
        head + name_a +
            "    node:\n      strategies: {bundle: 1}\n"
@@ -386,4 +386,30 @@ TEST_CASE("unreadable policy files are errors naming the path", "[policy]") {
   const auto dir = load_policy_file(kSource + "/policies");
   REQUIRE_FALSE(dir.ok());
   CHECK_THAT(dir.error(), Catch::StartsWith(kSource + "/policies: cannot read policy file"));
+}
+
+TEST_CASE("filter.keepBest is a whole number of nodes and 0 or absent keeps all", "[policy]") {
+  const std::string head = R"(version: 1
+default: p
+profiles:
+  - name: p
+    node: {strategies: {gapless: 1}}
+    gpu: {strategies: {gapless: 1}}
+)";
+  const auto none = parse_policy(head, "<inline>");
+  REQUIRE(none.ok());
+  CHECK(none->profiles[0].keep_best == 0);
+  const auto eight = parse_policy(head + "    filter: {keepBest: 8}\n", "<inline>");
+  REQUIRE(eight.ok());
+  CHECK(eight->profiles[0].keep_best == 8);
+  const auto half = parse_policy(head + "    filter: {keepBest: 2.5}\n", "x.yaml");
+  REQUIRE(!half.ok());
+  CHECK(half.error().find("x.yaml:7: profiles[0].filter.keepBest: must be a whole number") !=
+        std::string::npos);
+  const auto negative = parse_policy(head + "    filter: {keepBest: -1}\n", "x.yaml");
+  REQUIRE(!negative.ok());
+  CHECK(negative.error().find("must be >= 0") != std::string::npos);
+  const auto typo = parse_policy(head + "    filter: {keepbest: 8}\n", "x.yaml");
+  REQUIRE(!typo.ok());
+  CHECK(typo.error().find("keepbest") != std::string::npos);
 }

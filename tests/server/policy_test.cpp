@@ -127,4 +127,42 @@ TEST_CASE("set_policy applies to the next call", "[server][policy]") {
   CHECK(json::parse(srv.state()).at("policy") == "spread.yaml");
 }
 
+TEST_CASE("filter.keepBest narrows the nodes that pass to the best-scored", "[server][policy]") {
+  const char* const keep_one = R"(version: 1
+default: bundle
+profiles:
+  - name: bundle
+    node: {strategies: {bundle: 1}}
+    gpu: {strategies: {bundle: 1}}
+    filter: {keepBest: 1}
+  - name: all
+    node: {strategies: {bundle: 1}}
+    gpu: {strategies: {bundle: 1}}
+)";
+  TestServer srv(two_nodes(), policy_from(keep_one, "keep-one.yaml"));
+  half_fill(srv);  // n-busy ranks first under bundle
+  const std::string before = srv.state();
+
+  const json f = srv.call("/filter", extender_args(gpu_pod("one", "uid-one", 1), kNodes));
+  INFO(f.dump());
+  CHECK(f.at("Error") == "");
+  CHECK(f.at("NodeNames") == json::array({"n-busy"}));
+  // Narrowed out, not failed: preemption must never look at a node the pod fits on.
+  CHECK(f.at("FailedNodes").empty());
+  const std::string why = f.at("FailedAndUnresolvableNodes").at("n-free");
+  CHECK(why.find("narrowed out") != std::string::npos);
+  CHECK(why.find("keepBest") != std::string::npos);
+  CHECK(srv.state() == before);  // filter reserves nothing
+
+  // A profile without keepBest passes every node that fits.
+  const json all =
+      srv.call("/filter",
+               extender_args(gpu_pod("two", "uid-two", 1, {{"gapless.io/policy", "all"}}), kNodes));
+  CHECK(all.at("NodeNames").size() == 2);
+  // Rejected nodes are never counted against keepBest: with one node full, the other passes.
+  REQUIRE(srv.filter_and_bind(gpu_pod("fill", "uid-fill", 4), "n-busy") == "");
+  const json rest = srv.call("/filter", extender_args(gpu_pod("three", "uid-three", 1), kNodes));
+  CHECK(rest.at("NodeNames") == json::array({"n-free"}));
+}
+
 }  // namespace gapless::test

@@ -23,7 +23,9 @@ struct Selector {
   std::vector<std::string> priority_classes;
   std::map<std::string, std::string> pod_labels;  // all must be present with these values
 
-  bool empty() const { return namespaces.empty() && priority_classes.empty() && pod_labels.empty(); }
+  bool empty() const {
+    return namespaces.empty() && priority_classes.empty() && pod_labels.empty();
+  }
   bool matches(const model::PodInfo& pod) const;
 };
 
@@ -33,10 +35,16 @@ struct Profile {
   std::vector<WeightedStrategy> node;
   // GPU level (which GPUs inside the node): weighted mean of these strategies' score_gpu.
   std::vector<WeightedStrategy> gpu;
-  // Weight of the GPU-level score of the pick in the node score (0: nodes ranked by node level only).
+  // Weight of the GPU-level score of the pick in the node score (0: nodes ranked by node level
+  // only).
   double gpu_weight = 1.0;
   // Weight of the NVLink connectivity of the picked GPU set, in the pick and in the node score.
   double topology_weight = 1.0;
+  // Filter keeps only this many passing nodes, the best-scored (0: all). kube-scheduler then runs
+  // its score plugins and prioritize over a handful of nodes instead of every feasible one (its
+  // per-pod cost grows with the feasible set); the nodes narrowed out are reported unresolvable,
+  // so preemption never looks at them (they fit; evicting there would be pointless).
+  int keep_best = 0;
   Selector select;
   // Inputs some strategies read (the workload mix, ...). Not from the policy file: the driver
   // sets it on its copy of the profile. Empty by default.
@@ -44,9 +52,9 @@ struct Profile {
 };
 
 struct Policy {
-  std::string source;                // file it came from, or "built-in"
-  std::vector<Profile> profiles;     // selection tries them in this order
-  std::string default_profile;       // name of the profile used when no selector matches
+  std::string source;             // file it came from, or "built-in"
+  std::vector<Profile> profiles;  // selection tries them in this order
+  std::string default_profile;    // name of the profile used when no selector matches
 };
 
 // Picks the profile for a pod: the gapless.io/policy annotation names one explicitly; otherwise

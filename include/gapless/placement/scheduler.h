@@ -114,6 +114,13 @@ class Scheduler {
   // --- the stages ---------------------------------------------------------------------------
   FilterResult filter(const LoadedPolicy& loaded, const model::GpuRequest& req,
                       const std::vector<std::string>& nodes) const;
+  // Filter as the profile asks: the above, then, when the profile's keep_best is set and more
+  // nodes pass, only the keep_best best-scored of them stay (score, then tie_break_rank, as
+  // normalize ranks them); the others move to the rejected list with an unresolvable reason.
+  // Their scores land in the verdict cache, so the prioritize that follows costs little.
+  FilterResult filter(const LoadedPolicy& loaded, const model::GpuRequest& req,
+                      const Profile& profile, const std::vector<std::string>& nodes,
+                      std::uint64_t draw = 0) const;
   // `draw` feeds strategies that use one (random); give a new value per pod.
   std::vector<double> score(const LoadedPolicy& loaded, const model::GpuRequest& req,
                             const Profile& profile, const std::vector<std::string>& nodes,
