@@ -1,5 +1,11 @@
 // kubectl gapless's views (gapless::cli) over a demo extender's /debug/state and /debug/explain.
+#include <sys/wait.h>
+
+#include <cstdio>
+
+#include "fake_api_server.h"
 #include "gapless/cli/views.h"
+#include "temp_dir.h"
 #include "test_server.h"
 
 namespace gapless::test {
@@ -59,6 +65,72 @@ TEST_CASE("kubectl gapless: paths through the API server") {
     INFO(bad);
     CHECK_FALSE(cli::pod_path(bad));
   }
+}
+
+}  // namespace gapless::test
+
+namespace gapless::test {
+namespace {
+
+struct Exit {
+  int status = -1;
+  std::string out;
+};
+
+Exit run_command(const std::string& command) {
+  Exit e;
+  FILE* p = popen(command.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) e.out.append(buf, n);
+  const int rc = pclose(p);
+  e.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("kubectl-gapless through a kubeconfig: the API server's service proxy and pod read") {
+  TestServer srv(demo_cluster());
+  REQUIRE(srv.filter_and_bind(gpu_pod("two", "uid-cli-3", 2), "h100-nvs-01") == "");
+  FakeApiServer api("secret-token");
+  const std::string extender = "http://127.0.0.1:" + std::to_string(srv.port());
+  api.add_pod(gpu_pod("train", "uid-cli-4", 2));
+  TempDir dir;
+  const std::string kubeconfig = dir.write("kubeconfig", R"(apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: ")" + api.url() + R"("}}]
+users: [{name: u, user: {token: secret-token}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+)");
+  const std::string cli = GAPLESS_BINARY_DIR "/kubectl-gapless ";
+  const std::string err = " 2>" + dir.file("stderr");
+
+  // No endpoints behind the Service yet: a clear error, exit 1.
+  const Exit down = run_command(cli + "nodes --kubeconfig " + kubeconfig + err);
+  CHECK(down.status == 1);
+
+  api.proxy_service("gapless-system", "gapless-extender-metrics:http-metrics", extender);
+  const Exit direct = run_command(cli + "nodes h100-nvs-01 --extender " + extender + err);
+  const Exit proxied = run_command(cli + "nodes h100-nvs-01 --kubeconfig " + kubeconfig + err);
+  CHECK(proxied.status == 0);
+  CHECK(proxied.out == direct.out);
+  CHECK_THAT(proxied.out, Catch::Contains("  GPU 0  healthy  default/two (whole)"));
+  CHECK(api.count_requests("GET", "/api/v1/namespaces/gapless-system/services/") == 2);
+
+  // explain reads the pod from the API server (as kubectl would), then asks the extender.
+  const Exit explained =
+      run_command(cli + "explain default/train --kubeconfig " + kubeconfig + err);
+  INFO(explained.out);
+  CHECK(explained.status == 0);
+  CHECK(explained.out.rfind("pod default/train, profile default\n", 0) == 0);
+  CHECK_THAT(explained.out, Catch::Contains("  would get: GPU "));
+  CHECK(api.count_requests("GET", "/api/v1/namespaces/default/pods/train") == 1);
+
+  // A pod the API server does not have: its 404, exit 1.
+  const Exit missing = run_command(cli + "explain default/nope --kubeconfig " + kubeconfig + err);
+  CHECK(missing.status == 1);
 }
 
 }  // namespace gapless::test

@@ -8,6 +8,9 @@
 //   PATCH /api/v1/nodes/{name}       JSON merge patch (application/merge-patch+json; 415
 //                                    for other patch types), 200 with the node (MODIFIED)
 //   POST /api/v1/namespaces/{ns}/events, /apis/events.k8s.io/v1/namespaces/{ns}/events
+//   GET, POST /api/v1/namespaces/{ns}/services/{name}:{port}/proxy/{path}   the service proxy:
+//                                    forwarded to the URL proxy_service() registered (503
+//                                    Status when none is)
 //
 // Lists: `{"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"RV"},"items":[..]}`
 // with items sorted by key (name, or namespace/name) and without kind/apiVersion, as the real
@@ -169,6 +172,10 @@ class FakeApiServer {
                   std::chrono::milliseconds delay);
 
   // --- Inspection.
+  // Routes the service proxy of `service_port` ("name:port") in `ns` to `url`
+  // ("http://127.0.0.1:PORT"), as the real API server reaches a Service's endpoints.
+  void proxy_service(const std::string& ns, const std::string& service_port, std::string url);
+
   std::vector<RequestRecord> requests() const;
   std::size_t count_requests(const std::string& method, const std::string& path_prefix) const;
   std::vector<nlohmann::json> events() const;    // Event objects POSTed, as stored
@@ -195,6 +202,7 @@ class FakeApiServer {
   void handle_binding(const httplib::Request& req, httplib::Response& res);
   void handle_event(const httplib::Request& req, httplib::Response& res);
   void handle_node_patch(const httplib::Request& req, httplib::Response& res);
+  void handle_service_proxy(const httplib::Request& req, httplib::Response& res);
   bool pre_route(const httplib::Request& req, httplib::Response& res);
 
   // Store changes; REQUIRES: mu_ held.
@@ -229,6 +237,7 @@ class FakeApiServer {
   std::uint64_t snapshot_counter_ = 0;
   std::vector<Fault> faults_;
   std::vector<RequestRecord> requests_;
+  std::map<std::string, std::string> proxies_;  // "ns/name:port" -> URL
   std::vector<nlohmann::json> events_;
   std::vector<nlohmann::json> bindings_;
   bool stopping_ = false;
