@@ -6,7 +6,42 @@
 #include "gapless/placement/fit.h"
 
 namespace gapless::placement {
+
 namespace {
+
+// keep_best (Profile): keeps the `keep` best of r.passed, ranked as normalize ranks them (higher
+// raw score, then the lower tie-break rank), in input order; moves the others to r.rejected
+// under one unresolvable reason. `raw` is aligned with r.passed.
+void narrow(FilterResult& r, std::size_t keep, const std::vector<double>& raw) {
+  if (keep == 0 || r.passed.size() <= keep) return;
+  std::vector<std::uint64_t> rank;
+  rank.reserve(r.passed.size());
+  for (const std::string& n : r.passed) rank.push_back(tie_break_rank(n));
+  std::vector<std::size_t> order(r.passed.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep - 1),
+                   order.end(), [&](std::size_t a, std::size_t b) {
+                     if (raw[a] != raw[b]) return raw[a] > raw[b];
+                     return rank[a] != rank[b] ? rank[a] < rank[b] : a < b;
+                   });
+  std::vector<bool> kept(r.passed.size(), false);
+  for (std::size_t i = 0; i < keep; ++i) kept[order[i]] = true;
+  const std::size_t reason = r.reasons.size();
+  r.reasons.push_back({"gapless: narrowed out: the policy keeps the " + std::to_string(keep) +
+                           " best-scored of " + std::to_string(r.passed.size()) +
+                           " nodes that fit (filter.keepBest)",
+                       "narrowed", true});
+  std::vector<std::string> passed;
+  passed.reserve(keep);
+  for (std::size_t i = 0; i < r.passed.size(); ++i) {
+    if (kept[i]) {
+      passed.push_back(std::move(r.passed[i]));
+    } else {
+      r.rejected.push_back({std::move(r.passed[i]), reason});
+    }
+  }
+  r.passed = std::move(passed);
+}
 
 // Pods counted by UID before the oldest is forgotten (pods filtered and never bound stay in the
 // table otherwise; real pods are forgotten when they are deleted).
@@ -116,35 +151,7 @@ FilterResult Scheduler::filter(const LoadedPolicy& loaded, const model::GpuReque
   FilterResult r = filter(loaded, req, nodes);
   const auto keep = static_cast<std::size_t>(std::max(profile.keep_best, 0));
   if (keep == 0 || r.passed.size() <= keep) return r;
-  // Rank the passing nodes as normalize does: higher score first, then the lower tie-break rank.
-  const std::vector<double> raw = score(loaded, req, profile, r.passed, draw);
-  std::vector<std::uint64_t> rank;
-  rank.reserve(r.passed.size());
-  for (const std::string& n : r.passed) rank.push_back(tie_break_rank(n));
-  std::vector<std::size_t> order(r.passed.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep - 1),
-                   order.end(), [&](std::size_t a, std::size_t b) {
-                     if (raw[a] != raw[b]) return raw[a] > raw[b];
-                     return rank[a] != rank[b] ? rank[a] < rank[b] : a < b;
-                   });
-  std::vector<bool> kept(r.passed.size(), false);
-  for (std::size_t i = 0; i < keep; ++i) kept[order[i]] = true;
-  const std::size_t reason = r.reasons.size();
-  r.reasons.push_back({"gapless: narrowed out: the policy keeps the " + std::to_string(keep) +
-                           " best-scored of " + std::to_string(r.passed.size()) +
-                           " nodes that fit (filter.keepBest)",
-                       "narrowed", true});
-  std::vector<std::string> passed;
-  passed.reserve(keep);
-  for (std::size_t i = 0; i < r.passed.size(); ++i) {
-    if (kept[i]) {
-      passed.push_back(std::move(r.passed[i]));
-    } else {
-      r.rejected.push_back({std::move(r.passed[i]), reason});
-    }
-  }
-  r.passed = std::move(passed);
+  narrow(r, keep, score(loaded, req, profile, r.passed, draw));
   return r;
 }
 
@@ -241,10 +248,22 @@ std::vector<NodeExplanation> Scheduler::explain(const model::PodInfo& pod,
   if (!options_.check_host) fit.host = {};
   std::shared_lock lock(mu_);
   // No caches: an explanation must neither read stale entries nor leave any behind.
-  const FilterResult filtered =
-      placement::filter(cluster_, req, nodes, nullptr, options_.check_host);
-  const std::vector<int> normalized =
-      normalize(nodes, score_nodes(cluster_, req, drawn, nodes, nullptr, options_.check_host));
+  FilterResult filtered = placement::filter(cluster_, req, nodes, nullptr, options_.check_host);
+  std::vector<double> raw = score_nodes(cluster_, req, drawn, nodes, nullptr, options_.check_host);
+  // Narrowed as filter(profile) narrows; prioritize then sees the kept nodes only.
+  const auto keep = static_cast<std::size_t>(std::max(profile.keep_best, 0));
+  if (keep != 0 && filtered.passed.size() > keep) {
+    std::unordered_map<std::string, double> by_name;
+    for (std::size_t i = 0; i < nodes.size(); ++i) by_name.emplace(nodes[i], raw[i]);
+    std::vector<double> passed_raw;
+    for (const std::string& n : filtered.passed) passed_raw.push_back(by_name.at(n));
+    narrow(filtered, keep, passed_raw);
+    const std::unordered_set<std::string> kept(filtered.passed.begin(), filtered.passed.end());
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      if (kept.count(nodes[i]) == 0) raw[i] = -1;
+    }
+  }
+  const std::vector<int> normalized = normalize(nodes, raw);
   const auto rejected = rejections(filtered);
   std::unordered_set<std::string> done;
   std::vector<NodeExplanation> out;

@@ -154,6 +154,14 @@ profiles:
   CHECK(why.find("keepBest") != std::string::npos);
   CHECK(srv.state() == before);  // filter reserves nothing
 
+  // Explain tells the same story: the narrowed node is unresolvable, for the same reason.
+  const json ex = srv.call("/debug/explain", extender_args(gpu_pod("one", "uid-one", 1), kNodes));
+  REQUIRE(ex.at("Nodes").size() == 2);
+  CHECK(ex.at("Nodes")[0].at("Node") == "n-busy");
+  CHECK(ex.at("Nodes")[0].at("Score") == 10);
+  CHECK(ex.at("Nodes")[1].at("Verdict") == "unresolvable");
+  CHECK(ex.at("Nodes")[1].at("Reason") == why);
+
   // A profile without keepBest passes every node that fits.
   const json all =
       srv.call("/filter",
