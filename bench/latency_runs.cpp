@@ -67,12 +67,13 @@ class Departures {
 
 LatencyRun run_engine(const std::vector<StreamPod>& pods, const LatencyOptions& options) {
   LatencyRun run;
-  run.mode = options.cache ? "engine" : "engine, no cache";
+  run.mode =
+      std::string(options.cache ? "engine" : "engine, no cache") + ", " + options.policy_name;
   placement::SchedulerOptions so;
   so.check_host = false;  // as the extender runs it, behind kube-scheduler
   so.use_cache = options.cache;
   placement::Scheduler sched(synthetic_cluster(options.nodes, options.fill, 42),
-                             placement::builtin_policy(), so);
+                             options.policy ? *options.policy : placement::builtin_policy(), so);
   std::vector<std::string> names;
   std::unique_ptr<Departures> departures;
   sched.read([&](const model::Cluster& c) {
@@ -280,13 +281,16 @@ class Attack {
 
 LatencyRun run_http(const std::vector<StreamPod>& pods, const LatencyOptions& options) {
   LatencyRun run;
-  run.mode = options.full_node ? "http full-node" : "http nodeCache";
+  run.mode = std::string(options.full_node ? "http full-node" : "http nodeCache") + ", " +
+             options.policy_name;
   model::Cluster cluster = synthetic_cluster(options.nodes, options.fill, 42);
   const Bodies bodies(cluster, options.full_node);
   Departures departures(cluster);
   k8s::InMemoryBinder binder;
   server::Metrics metrics;
-  server::Extender extender(std::move(cluster), placement::builtin_policy(), binder, metrics);
+  server::Extender extender(std::move(cluster),
+                            options.policy ? *options.policy : placement::builtin_policy(), binder,
+                            metrics);
   server::HttpOptions http;
   http.max_body_bytes = std::size_t{1} << 30;  // full-node bodies of 10,000 nodes are ~40 MB
   server::HttpServer srv(extender, http);

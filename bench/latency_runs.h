@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gapless/placement/profile.h"
 #include "pod_stream.h"
 
 namespace gapless::bench {
@@ -32,6 +33,10 @@ struct LatencyOptions {
   // server closes them), all open while the stream runs.
   int idle_connections = 0;
   int slow_connections = 0;
+  // The policy the runs schedule with (the built-in default when null), and its name in the
+  // table's mode column.
+  const placement::Policy* policy = nullptr;
+  std::string policy_name = "default";
 };
 
 // In-process: the placement engine alone, no JSON, one caller.

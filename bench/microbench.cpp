@@ -5,6 +5,7 @@
 //
 //   gapless-microbench                           # 1,000 / 5,000 / 10,000 nodes, every mode
 //   gapless-microbench --nodes 5000 --modes engine --pods 2000
+//   gapless-microbench --nodes 5000 --modes engine,http --policy policies/bundle.yaml
 //   gapless-microbench --nodes 1000 --modes http --attack 200,50   # issue 17: under attack
 //   gapless-microbench --parse 100000,200000                       # issue 17: parse time
 //   gapless-microbench --nodes 10000 --modes metrics    # one GET /metrics's work, per scrape
@@ -20,12 +21,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
 
 #include "gapless/k8s/binder.h"
 #include "gapless/placement/profile.h"
+#include "gapless/policy/loader.h"
 #include "gapless/server/extender.h"
 #include "latency_runs.h"
 #include "pod_stream.h"
@@ -158,6 +161,10 @@ int main(int argc, char** argv) {
   app.add_option("--full-pods", full_pods, "pods in the stream for http-full (slow: MBs per call)");
   app.add_option("--clients", clients, "concurrent HTTP clients");
   app.add_option("--fill", fill, "fraction of GPUs taken before the stream starts");
+  std::vector<std::string> policy_files;
+  app.add_option("--policy", policy_files,
+                 "engine, http, http-full: also run with this policy file (the built-in default "
+                 "always runs first), e.g. policies/bundle.yaml");
   int pods_per_node = 10;
   app.add_option("--pods-per-node", pods_per_node, "rebuild: pods per node in the PodList");
   app.add_flag("!--no-baseline", baseline, "engine: skip the run without the verdict cache");
@@ -179,42 +186,61 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  // The built-in default first, then each --policy file.
+  std::vector<std::pair<std::string, placement::Policy>> policies = {
+      {"default", placement::builtin_policy()}};
+  for (const std::string& f : policy_files) {
+    auto p = policy::load_policy_file(f);
+    if (!p) {
+      std::fprintf(stderr, "%s\n", p.error().c_str());
+      return 2;
+    }
+    policies.emplace_back(std::filesystem::path(f).filename().string(), std::move(*p));
+  }
+
   std::printf("| nodes | mode | clients | verb | calls | p50 ms | p99 ms | max ms | pods/s |\n");
   std::printf("|---:|---|---:|---|---:|---:|---:|---:|---:|\n");
   for (int n : sizes) {
     std::fprintf(stderr, "%d nodes x 8 GPUs: model %.0f bytes per GPU\n", n,
                  model_bytes_per_gpu(n, fill));
-    bench::LatencyOptions o;
-    o.nodes = n;
-    o.fill = fill;
-    o.clients = clients;
-    for (const std::string& mode : modes) {
-      if (mode == "engine") {
-        const auto stream = bench::pod_stream(pods, 7);
-        if (baseline) {
-          o.cache = false;
+    for (std::size_t pi = 0; pi < policies.size(); ++pi) {
+      bench::LatencyOptions o;
+      o.nodes = n;
+      o.fill = fill;
+      o.clients = clients;
+      o.policy = &policies[pi].second;
+      o.policy_name = policies[pi].first;
+      for (const std::string& mode : modes) {
+        if (mode == "engine") {
+          const auto stream = bench::pod_stream(pods, 7);
+          if (baseline) {
+            o.cache = false;
+            print_run(n, bench::run_engine(stream, o), 1);
+          }
+          o.cache = true;
           print_run(n, bench::run_engine(stream, o), 1);
-        }
-        o.cache = true;
-        print_run(n, bench::run_engine(stream, o), 1);
-      } else if (mode == "rebuild") {
-        print_rebuild(bench::run_rebuild(n, pods_per_node));
-      } else if (mode == "metrics") {
-        print_run(n, run_scrapes(n, fill, 20), 1);
-      } else if (mode == "http" || mode == "http-full") {
-        o.full_node = mode == "http-full";
-        print_run(n, bench::run_http(bench::pod_stream(o.full_node ? full_pods : pods, 7), o),
-                  clients);
-        if (attack.size() == 2) {
-          o.idle_connections = attack[0];
-          o.slow_connections = attack[1];
+        } else if (mode == "rebuild" || mode == "metrics") {
+          if (pi != 0) continue;  // the policy plays no part
+          if (mode == "rebuild") {
+            print_rebuild(bench::run_rebuild(n, pods_per_node));
+          } else {
+            print_run(n, run_scrapes(n, fill, 20), 1);
+          }
+        } else if (mode == "http" || mode == "http-full") {
+          o.full_node = mode == "http-full";
           print_run(n, bench::run_http(bench::pod_stream(o.full_node ? full_pods : pods, 7), o),
                     clients);
-          o.idle_connections = o.slow_connections = 0;
+          if (attack.size() == 2) {
+            o.idle_connections = attack[0];
+            o.slow_connections = attack[1];
+            print_run(n, bench::run_http(bench::pod_stream(o.full_node ? full_pods : pods, 7), o),
+                      clients);
+            o.idle_connections = o.slow_connections = 0;
+          }
+        } else {
+          std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+          return 2;
         }
-      } else {
-        std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
-        return 2;
       }
     }
   }
