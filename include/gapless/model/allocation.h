@@ -13,17 +13,17 @@ namespace gapless::model {
 struct GpuGrant {
   int index = 0;
   std::string uuid;
-  std::int64_t memory_mib = 0;      // share only; 0 for a whole GPU
-  int compute_milli = 0;            // share only; 0 for a whole GPU
-  std::int64_t gpushare_units = 0;  // aliyun.com/gpu-mem units
+  std::int64_t memory_mib = 0;     // share only; 0 for a whole GPU
+  int compute_milli = 0;           // share only; 0 for a whole GPU
+  std::int64_t gpushare_units = 0; // aliyun.com/gpu-mem units
   bool whole() const { return memory_mib == 0 && compute_milli == 0 && gpushare_units == 0; }
   bool operator==(const GpuGrant&) const = default;
 };
 
 struct MigGrant {
-  int gpu = -1;  // -1: counted in the node's MigPool (GFD inventory), placement unknown
+  int gpu = -1;     // -1: counted in the node's MigPool (GFD inventory), placement unknown
   std::string profile;
-  int start = -1;  // memory slice the instance starts at; -1 with gpu == -1
+  int start = -1;   // memory slice the instance starts at; -1 with gpu == -1
   bool operator==(const MigGrant&) const = default;
 };
 

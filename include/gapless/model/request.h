@@ -20,9 +20,9 @@ enum class RequestKind {
 };
 
 enum class TopologyWish {
-  kNone,             // connectivity does not matter
-  kNvlinkPreferred,  // better connected sets score higher (default for N >= 2)
-  kNvlinkRequired,   // every pair in the set must be NVLink-connected, or the node fails
+  kNone,            // connectivity does not matter
+  kNvlinkPreferred, // better connected sets score higher (default for N >= 2)
+  kNvlinkRequired,  // every pair in the set must be NVLink-connected, or the node fails
 };
 
 struct SharedAsk {
@@ -34,10 +34,10 @@ struct SharedAsk {
 
 struct GpuRequest {
   RequestKind kind = RequestKind::kNone;
-  int whole = 0;                    // kWhole
-  SharedAsk shared;                 // kShared
-  std::string mig_profile;          // kMig: profile name without "nvidia.com/mig-"
-  int mig_count = 0;                // kMig
+  int whole = 0;                 // kWhole
+  SharedAsk shared;              // kShared
+  std::string mig_profile;       // kMig: profile name without "nvidia.com/mig-"
+  int mig_count = 0;             // kMig
   std::int64_t gpushare_units = 0;  // kGpushare
   std::vector<std::string> models;  // allowed GPU models; empty = any
   TopologyWish topology = TopologyWish::kNone;
