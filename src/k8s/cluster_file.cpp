@@ -166,9 +166,11 @@ void restore_pod(const json& pod, ClusterFile* out) {
 
   Result<ParsedPod> parsed = parse_pod(pod);
   model::HostResources host;
+  std::int32_t priority = 0;
   if (parsed.ok()) {
     parsed->info.uid = uid;
     host = parsed->request.host;
+    priority = parsed->info.priority;
     out->pods.push_back(*parsed);
   }
   const json* record = field(field(meta, "annotations"), kAllocationAnnotation);
@@ -186,6 +188,7 @@ void restore_pod(const json& pod, ClusterFile* out) {
       a.pod_name = name;
       a.node = node;
       a.host = host;
+      a.priority = priority;
       (void)out->cluster.restore(a);  // cannot fail: the node exists, host is never refused
     }
     return;
@@ -204,6 +207,7 @@ void restore_pod(const json& pod, ClusterFile* out) {
   if (!a.ok()) return fence(a.error());
   if (a->node != node) return fence("record names node " + a->node + ", pod runs on " + node);
   a->host = host;
+  a->priority = priority;
   if (Status s = out->cluster.restore(*a); !s.ok()) return fence(s.error());
 }
 

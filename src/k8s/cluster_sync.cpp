@@ -255,7 +255,10 @@ void ClusterSync::account(model::Cluster& c, const PodFacts& p, Outbox& out) {
   }
   Result<model::Allocation> a = decode_allocation_record(p.record, p.ns, p.name, p.uid);
   if (!a.ok()) return reject(c, p, a.error(), out);
-  if (p.parsed) a->host = p.pod.request.host;
+  if (p.parsed) {
+    a->host = p.pod.request.host;
+    a->priority = p.pod.info.priority;
+  }
   if (a->node != p.node) {
     return reject(c, p, "record names node " + a->node + ", pod runs on " + p.node, out);
   }
@@ -282,6 +285,7 @@ void ClusterSync::account_host_only(model::Cluster& c, const PodFacts& p) {
   a.pod_name = p.name;
   a.node = p.node;
   a.host = p.pod.request.host;
+  a.priority = p.pod.info.priority;
   (void)c.restore(a);  // cannot fail: node and UID checked, host never refused
 }
 

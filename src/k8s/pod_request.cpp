@@ -309,6 +309,13 @@ Result<ParsedPod> parse_pod(const json& pod) {
   if (spec != nullptr) {
     info.priority_class = string_field(*spec, "priorityClassName");
     info.node = string_field(*spec, "nodeName");
+    if (const json* prio = field(*spec, "priority")) {
+      const std::optional<std::int64_t> v = as_int64(*prio);
+      if (!v || *v < INT32_MIN || *v > INT32_MAX) {
+        return Error{"spec.priority: must be a 32-bit integer, got " + json_text(*prio)};
+      }
+      info.priority = static_cast<std::int32_t>(*v);
+    }
   }
 
   Resources effective;

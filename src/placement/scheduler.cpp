@@ -208,22 +208,27 @@ bool Scheduler::release(const std::string& pod_uid) {
   return released;
 }
 
-bool Scheduler::frees_room(const model::GpuRequest& req, const std::string& node_name,
-                           const std::vector<std::string>& victims) const {
-  std::shared_lock lock(mu_);
-  const model::Node* node = cluster_.find_node(node_name);
-  // A fenced node takes no GPU pods, evictions or not. Its allocations may also be stranded
-  // (kept but not applied, after its inventory changed): unapplying one would index GPUs the
-  // node no longer has, so never try.
-  if (node == nullptr || node->fenced()) return false;
-  model::Node after = *node;
-  for (const std::string& uid : victims) {
-    const model::Allocation* a = cluster_.allocation(uid);
-    if (a != nullptr && a->node == node->name) model::unapply_allocation(after, *a);
-  }
+std::vector<std::optional<VictimChoice>> Scheduler::select_victims(
+    const model::PodInfo& pod, const model::GpuRequest& req,
+    const std::vector<VictimQuery>& nodes) const {
   model::GpuRequest fit = req;
   if (!options_.check_host) fit.host = {};
-  return check_fit(after, fit).fits();
+  std::shared_lock lock(mu_);
+  // One pass over the allocations for all the asked nodes (a preempt call names up to 100).
+  std::unordered_map<std::string, std::vector<const model::Allocation*>> on_node;
+  for (const VictimQuery& q : nodes) on_node.try_emplace(q.node);
+  for (const model::Allocation* a : cluster_.allocations()) {
+    if (auto it = on_node.find(a->node); it != on_node.end()) it->second.push_back(a);
+  }
+  std::vector<std::optional<VictimChoice>> out;
+  out.reserve(nodes.size());
+  for (const VictimQuery& q : nodes) {
+    const model::Node* node = cluster_.find_node(q.node);
+    out.push_back(node == nullptr ? std::nullopt
+                                  : placement::select_victims(*node, on_node[q.node], fit,
+                                                              pod.priority, q.proposed));
+  }
+  return out;
 }
 
 namespace {

@@ -1,7 +1,11 @@
-// Preempt: kube-scheduler proposes victims per node (chosen with in-tree filters only, blind to
-// GPUs); Gapless keeps a node only if evicting those victims really frees GPUs this pod can use.
+// Preempt: kube-scheduler proposes victims per node from a dry run blind to which GPUs (and to
+// shares and MIG slots); Gapless answers, per offered node, the lower-priority pods whose eviction
+// frees GPUs this pod can really use (Scheduler::select_victims), keeping kube-scheduler's
+// non-GPU victims, or drops the node where no such set exists.
+#include <climits>
 #include <set>
 
+#include "gapless/k8s/json_fields.h"
 #include "gapless/k8s/pod_request.h"
 #include "gapless/server/extender.h"
 #include "wire.h"
@@ -12,9 +16,18 @@ using nlohmann::json;
 
 namespace {
 
-// UIDs of one node's victims, from MetaVictims ({"UID":..}) or full Victims (pod objects).
-std::vector<std::string> victim_uids(const json& victims) {
-  std::vector<std::string> out;
+// The victim's spec.priority when the request carried the whole pod (NodeNameToVictims).
+std::optional<std::int32_t> victim_priority(const json& pod) {
+  const json* spec = wire::field(pod, "spec");
+  const json* prio = spec != nullptr ? wire::field(*spec, "priority") : nullptr;
+  const std::optional<std::int64_t> v = prio != nullptr ? k8s::as_int64(*prio) : std::nullopt;
+  if (!v || *v < INT32_MIN || *v > INT32_MAX) return std::nullopt;
+  return static_cast<std::int32_t>(*v);
+}
+
+// One node's victims, from MetaVictims ({"UID":..}) or full Victims (pod objects).
+std::vector<placement::ProposedVictim> proposed_victims(const json& victims) {
+  std::vector<placement::ProposedVictim> out;
   std::set<std::string> seen;
   const json* pods = wire::field(victims, "Pods");
   if (pods == nullptr || !pods->is_array()) return out;
@@ -25,10 +38,52 @@ std::vector<std::string> victim_uids(const json& victims) {
     }
     // Each victim once: evicting a pod twice would free its GPUs twice in the what-if model.
     if (uid != nullptr && uid->is_string() && seen.insert(uid->get<std::string>()).second) {
-      out.push_back(uid->get<std::string>());
+      out.push_back({uid->get<std::string>(), victim_priority(p)});
     }
   }
   return out;
+}
+
+std::int64_t pdb_violations(const json& victims) {
+  const json* pdb = wire::field(victims, "NumPDBViolations");
+  return pdb != nullptr && pdb->is_number_integer() ? k8s::as_int64(*pdb).value_or(0) : 0;
+}
+
+json meta_victims(const std::vector<std::string>& uids, std::int64_t pdb) {
+  json pods = json::array();
+  for (const std::string& uid : uids) pods.push_back(json{{"UID", uid}});
+  return json{{"Pods", std::move(pods)}, {"NumPDBViolations", pdb}};
+}
+
+// The answer's NodeNameToMetaVictims for kube-scheduler's candidates (an object by node name).
+json choose(const placement::Scheduler& scheduler, const k8s::ParsedPod& pod,
+            const json& candidates) {
+  json kept = json::object();
+  std::vector<placement::Scheduler::VictimQuery> queries;
+  std::vector<std::int64_t> pdbs;
+  for (auto it = candidates.begin(); it != candidates.end(); ++it) {
+    queries.push_back({it.key(), proposed_victims(it.value())});
+    pdbs.push_back(pdb_violations(it.value()));
+  }
+  if (pod.request.kind == model::RequestKind::kNone) {
+    // No GPUs: kube-scheduler's choice stands, whatever Gapless knows.
+    for (std::size_t i = 0; i < queries.size(); ++i) {
+      std::vector<std::string> uids;
+      for (const auto& v : queries[i].proposed) uids.push_back(v.uid);
+      if (!uids.empty()) kept[queries[i].node] = meta_victims(uids, pdbs[i]);
+    }
+    return kept;
+  }
+  const auto chosen = scheduler.select_victims(pod.info, pod.request, queries);
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    // kube-scheduler refuses a node without victims; one where the pod fits as it is needs no
+    // preemption.
+    if (!chosen[i] || chosen[i]->victims.empty()) continue;
+    // Its PDB count holds for its own victims; a pod it did not propose may be protected (it
+    // spares those first), so each counts as a violation: such nodes are picked last.
+    kept[queries[i].node] = meta_victims(chosen[i]->victims, pdbs[i] + chosen[i]->unproposed);
+  }
+  return kept;
 }
 
 }  // namespace
@@ -60,21 +115,7 @@ std::string Extender::preempt(std::string_view body) {
     return finish(false,
                   json{{"Error", "NodeNameToMetaVictims must be an object keyed by node name"}});
   }
-  json kept = json::object();
-  if (candidates != nullptr) {
-    for (auto it = candidates->begin(); it != candidates->end(); ++it) {
-      std::vector<std::string> uids = victim_uids(it.value());
-      if (uids.empty()) continue;  // kube-scheduler rejects nodes without victims
-      const bool useful = parsed->request.kind == model::RequestKind::kNone ||
-                          scheduler_.frees_room(parsed->request, it.key(), uids);
-      if (!useful) continue;
-      json pods = json::array();
-      for (const std::string& uid : uids) pods.push_back(json{{"UID", uid}});
-      const json* pdb = wire::field(it.value(), "NumPDBViolations");
-      kept[it.key()] = json{{"Pods", std::move(pods)},
-                            {"NumPDBViolations", pdb && pdb->is_number_integer() ? *pdb : json(0)}};
-    }
-  }
+  json kept = candidates != nullptr ? choose(scheduler_, *parsed, *candidates) : json::object();
   return finish(true, json{{"NodeNameToMetaVictims", std::move(kept)}});
 }
 

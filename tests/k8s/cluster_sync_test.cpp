@@ -352,3 +352,22 @@ TEST_CASE("sync: a fence stays while another bad record, or another reason, hold
   CHECK(h.cluster.find_node("n1")->fenced());
   CHECK(h.sync.fences_lifted() == 1);
 }
+
+TEST_CASE("sync: an allocation carries its pod's spec.priority, not the record's",
+          "[k8s][sync][preemption]") {
+  Harness h;
+  h.sync.replace_nodes({topology_node("n1", 4)});
+  Allocation a = whole("u1", "n1", {0, 1});
+  a.priority = 700;
+  // The record is unchanged by priorities (older extenders read it): priority comes from the pod.
+  CHECK(encode_allocation_record(a) == encode_allocation_record(whole("u1", "n1", {0, 1})));
+  json pod = bound_pod(a);
+  pod["spec"]["priority"] = 700;
+  h.sync.apply_pod("ADDED", pod);
+  REQUIRE(h.cluster.allocation("u1") != nullptr);
+  CHECK(*h.cluster.allocation("u1") == a);
+
+  h.sync.apply_pod("ADDED", bound_pod(whole("u2", "n1", {2})));  // no spec.priority: 0
+  REQUIRE(h.cluster.allocation("u2") != nullptr);
+  CHECK(h.cluster.allocation("u2")->priority == 0);
+}

@@ -254,3 +254,21 @@ TEST_CASE("parse_pod reads the pod facts of a real extender request", "[k8s][pod
   args["Pod"]["spec"]["nodeName"] = "gpu-h100-01";
   CHECK(parse_pod(args["Pod"])->info.node == "gpu-h100-01");
 }
+
+TEST_CASE("parse_pod reads spec.priority, 0 when absent", "[k8s][pod][preemption]") {
+  json p = pod({container(gpus("1"))});
+  CHECK(parse_pod(p)->info.priority == 0);
+  for (const std::int64_t prio : {std::int64_t{100000}, std::int64_t{-5}, std::int64_t{2000001000},
+                                  std::int64_t{INT32_MIN}}) {
+    p["spec"]["priority"] = prio;
+    CHECK(parse_pod(p)->info.priority == prio);
+  }
+  p["spec"]["priority"] = nullptr;
+  CHECK(parse_pod(p)->info.priority == 0);
+  for (const json& bad : {json("high"), json(1.5), json(std::int64_t{1} << 31)}) {
+    p["spec"]["priority"] = bad;
+    auto r = parse_pod(p);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error() == "spec.priority: must be a 32-bit integer, got " + bad.dump());
+  }
+}

@@ -68,10 +68,16 @@ TEST_CASE("preempt counts a victim listed twice once", "[server][preempt][fuzz]"
   Fixture f(cluster_of(json::array({gfd_node("n1", 1)})));  // one GPU, 81559 MiB
   f.bind(pod("a", "uid-a", {{"gapless.io/gpu-memory", "40000"}}), "n1");
   f.bind(pod("b", "uid-b", {{"gapless.io/gpu-memory", "40000"}}), "n1");
-  const json big = pod("big", "uid-big", {{"gapless.io/gpu-memory", "60000"}});
+  json big = pod("big", "uid-big", {{"gapless.io/gpu-memory", "60000"}});
+  big["spec"]["priority"] = 1;  // above a and b: they may be evicted
 
+  // 41559 MiB free without a, not enough: Gapless adds b (not proposed: a possible PDB
+  // violation), and lists a once.
   json r = json::parse(f.extender.preempt(preempt_args(big, "n1", {"uid-a", "uid-a"}).dump()));
-  CHECK(r.at("NodeNameToMetaVictims") == json::object());  // 41559 MiB free: not enough
+  CHECK(r.at("NodeNameToMetaVictims") ==
+        json{{"n1",
+              {{"Pods", json::array({{{"UID", "uid-a"}}, {{"UID", "uid-b"}}})},
+               {"NumPDBViolations", 1}}}});
 
   r = json::parse(f.extender.preempt(preempt_args(big, "n1", {"uid-a", "uid-b", "uid-a"}).dump()));
   CHECK(r.at("NodeNameToMetaVictims") ==

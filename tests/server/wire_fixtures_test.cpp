@@ -200,7 +200,8 @@ TEST_CASE("preempt fixture: NodeNameToMetaVictims, every kept node with victims"
 TEST_CASE("preempt keeps a node only if its victims free enough GPUs", "[server][wire]") {
   TestServer srv(cluster_of(fixture_nodes()));
   REQUIRE(srv.filter_and_bind(gpu_pod("hog", "uid-hog", 8), "gpu-h100-02") == "");
-  const json preemptor = gpu_pod("big", "uid-big", 2);
+  json preemptor = gpu_pod("big", "uid-big", 2);
+  preemptor["spec"]["priority"] = 1;  // above the hog's 0: only lower priorities are victims
   auto victims = [](const char* uid) {
     return json{{"Pods", json::array({json{{"UID", uid}}})}, {"NumPDBViolations", 0}};
   };
@@ -213,10 +214,20 @@ TEST_CASE("preempt keeps a node only if its victims free enough GPUs", "[server]
   CHECK(r.at("NodeNameToMetaVictims").contains("gpu-h100-02"));
   CHECK_FALSE(r.at("NodeNameToMetaVictims").contains("gpu-h100-01"));  // no victims
 
-  // Evicting a pod the model does not hold on that node frees nothing: vetoed.
+  // Evicting a pod the model does not hold there frees no GPU: Gapless adds the pod that does
+  // (counted as a possible PDB violation) and keeps kube-scheduler's, evicted for its reasons.
   args["NodeNameToMetaVictims"] = {{"gpu-h100-02", victims("uid-elsewhere")}};
   r = srv.call("/preempt", args.dump());
+  CHECK(r.at("NodeNameToMetaVictims") ==
+        json{{"gpu-h100-02",
+              {{"Pods", json::array({json{{"UID", "uid-elsewhere"}}, json{{"UID", "uid-hog"}}})},
+               {"NumPDBViolations", 1}}}});
+  preemptor["spec"]["priority"] = 0;  // the hog's own: it may not go, and nothing else helps
+  args["Pod"] = preemptor;
+  r = srv.call("/preempt", args.dump());
   CHECK(r.at("NodeNameToMetaVictims") == json::object());
+  preemptor["spec"]["priority"] = 1;
+  args["Pod"] = preemptor;
 
   // Full-mode victims (whole pods) come back as MetaVictims.
   args["NodeNameToMetaVictims"] = nullptr;

@@ -35,6 +35,9 @@ struct Allocation {
   std::vector<GpuGrant> gpus;
   std::vector<MigGrant> mig;
   HostResources host;  // CPU and memory held on the node (bench only; zero from the extender)
+  // The pod's spec.priority, for preemption. Not part of the allocation record: the k8s side
+  // fills it from the pod itself, so records stay as they were.
+  std::int32_t priority = 0;
   bool operator==(const Allocation&) const = default;
 };
 

@@ -56,6 +56,9 @@ struct PodInfo {
   std::string name;
   std::string uid;
   std::string priority_class;
+  // spec.priority (resolved from the PriorityClass by admission); 0 when absent, as Kubernetes
+  // treats a pod without one. Preemption evicts only pods of lower priority.
+  std::int32_t priority = 0;
   std::map<std::string, std::string> labels;
   std::string policy;  // gapless.io/policy annotation, empty when absent
   std::string node;    // spec.nodeName, empty while pending

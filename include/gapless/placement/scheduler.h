@@ -8,7 +8,7 @@
 //   NormalizeScore normalize        those scores -> kube-scheduler's 0..10, best node alone at 10
 //   Reserve        reserve          the GPUs / slices / shares on the chosen node, committed
 //   Unreserve      unreserve        undoes a reservation that could not be bound
-//   PostFilter     frees_room       would evicting these pods let the pod fit (preemption)
+//   PostFilter     select_victims   which lower-priority pods to evict per node (preemption)
 //   (debugging)    explain          filter, score, normalize and the pick, per node, read-only
 //
 // It owns the cluster model, the policy and everything strategies read beyond node and request:
@@ -41,6 +41,7 @@
 #include "gapless/placement/cluster_summary.h"
 #include "gapless/placement/engine.h"
 #include "gapless/placement/fragmentation.h"
+#include "gapless/placement/preemption.h"
 #include "gapless/placement/profile.h"
 #include "gapless/placement/verdict_cache.h"
 #include "gapless/placement/workload.h"
@@ -138,10 +139,16 @@ class Scheduler {
   bool unreserve(const model::Allocation& reserved);
   // Releases whatever the pod holds (it finished or left). Returns false if it held nothing.
   bool release(const std::string& pod_uid);
-  // PostFilter: would evicting `victims` (pod UIDs on `node`) let the request fit there?
-  // False for unknown and fenced nodes.
-  bool frees_room(const model::GpuRequest& req, const std::string& node,
-                  const std::vector<std::string>& victims) const;
+  // PostFilter: per node, the victims whose eviction lets the pod (of pod.priority) fit there
+  // (placement::select_victims, with kube-scheduler's proposal for the node). Nullopt for
+  // unknown and fenced nodes and nodes where no eviction of lower-priority pods is enough.
+  struct VictimQuery {
+    std::string node;
+    std::vector<ProposedVictim> proposed;
+  };
+  std::vector<std::optional<VictimChoice>> select_victims(
+      const model::PodInfo& pod, const model::GpuRequest& req,
+      const std::vector<VictimQuery>& nodes) const;
 
   // Every stage's answer for the pod on each input node (duplicates reported once, input
   // order): filter's verdict and reason, the score's terms, the normalized score, and what
