@@ -81,12 +81,15 @@ struct DevicePlugin::Impl {
       : options(std::move(o)),
         api(a),
         log(std::move(l)),
-        checkpoint(options.plugin_dir + "/" + file_stem(options.resource) + ".checkpoint.json"),
+        checkpoint(checkpoint_dir() + "/" + file_stem(options.resource) + ".checkpoint.json"),
         service(options, api, table, checkpoint, log) {}
 
   std::string socket() const {
     return options.plugin_dir + "/" + plugin_socket_name(options.resource);
   }
+  // A directory of its own: a restarting kubelet deletes every file in the plugin dir but its
+  // own checkpoint (the sockets only, since Kubernetes 1.2x), and never a directory.
+  std::string checkpoint_dir() const { return options.plugin_dir + "/gapless"; }
   std::string kubelet_socket() const { return options.plugin_dir + "/kubelet.sock"; }
   void say(const std::string& line) const {
     if (log) log("device plugin " + options.resource + ": " + line);
@@ -166,6 +169,9 @@ DevicePlugin::~DevicePlugin() {
 }
 
 Status DevicePlugin::start() {
+  std::error_code made;
+  std::filesystem::create_directories(impl_->checkpoint_dir(), made);
+  if (made) return Error{"cannot create " + impl_->checkpoint_dir() + ": " + made.message()};
   if (Status s = impl_->checkpoint.load(); !s.ok()) {
     impl_->say("starting with an empty checkpoint: " + s.error());
   }

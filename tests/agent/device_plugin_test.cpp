@@ -202,7 +202,7 @@ TEST_CASE("a restarted plugin re-registers and keeps its allocations", "[devicep
     rig.api.delete_pod("ml", "a");
     rig.api.add_pod(pod("c", "2026-11-23T10:00:03Z", {1}, {{3}}));
     CHECK(visible(rig.admit(1)) == "GPU-3d");
-    std::ifstream in(rig.dir.file("gapless-nvidia.com-gpu.checkpoint.json"));
+    std::ifstream in(rig.dir.file("gapless/gapless-nvidia.com-gpu.checkpoint.json"));
     const json cp = json::parse(in);
     std::set<std::string> uids;
     for (const auto& e : cp["containers"]) uids.insert(e["uid"].get<std::string>());

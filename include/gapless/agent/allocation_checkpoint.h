@@ -1,13 +1,14 @@
-// What the device plugin has allocated, per container, kept in a JSON file in the device
-// plugin directory so that a restarted plugin still knows which containers it already served:
-// a pod stays Pending for a while after its Allocate, and without this it would be matched
-// again for the next pod of the same size.
+// What the device plugin has allocated, per container, kept in a JSON file so that a restarted
+// plugin still knows which containers it already served: a pod stays Pending for a while after its
+// Allocate, and without this it would be matched again for the next pod of the same size.
 //
 // {"v":1,"containers":[{"uid":"..","namespace":"..","name":"..","container":"..",
 //   "devices":["GPU-.."]}]}
 //
 // Written whole to a temporary file and renamed, so a crash leaves the old or the new file.
-// The kubelet removes only sockets from the directory when it restarts, not this file.
+// It lives in a subdirectory of the plugin dir (device_plugin.h): a restarting kubelet deletes
+// files there (every file but its own checkpoint in some versions, only sockets in newer ones)
+// but never a directory.
 // Thread-safety: none; the plugin serialises Allocate calls.
 #pragma once
 
