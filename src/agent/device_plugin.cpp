@@ -38,6 +38,9 @@ std::vector<PluginDevice> devices_of(const std::vector<GpuState>& gpus, int slot
   std::vector<PluginDevice> out;
   for (const auto& g : gpus) {
     if (g.uuid.empty()) continue;  // never read: nothing the kubelet could name
+    // A MIG-enabled GPU serves only through its instances (as NVIDIA's mixed strategy does),
+    // and Gapless never places whole GPUs or shares on one.
+    if (g.mig_enabled) continue;
     if (slots <= 0) {
       out.push_back({g.uuid, g.uuid, g.index, g.healthy, g.numa});
       continue;

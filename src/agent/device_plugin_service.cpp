@@ -91,26 +91,27 @@ Result<std::optional<Admission>> DevicePluginService::match(std::int64_t count, 
 // The GPUs the container gets: its record's, or those behind the kubelet's device IDs.
 Result<std::vector<std::string>> DevicePluginService::gpus_of(
     const std::optional<Admission>& admission, const std::vector<std::string>& ids) const {
-  std::vector<std::string> gpus;
+  std::vector<PluginDevice> found;  // copies: a scan may change the table meanwhile
   if (admission && admission->has_record) {
     for (const auto& g : admission->grants) {
       auto d = g.uuid.empty() ? table_.gpu_at(g.index) : table_.gpu(g.uuid);
-      if (!d)
+      if (!d) {
         return Error{"GPU " + (g.uuid.empty() ? std::to_string(g.index) : g.uuid) +
-                     " of the allocation record is not on this node"};
-      gpus.push_back(d->gpu_uuid);
+                     " of the allocation record is not served here (absent or MIG-enabled)"};
+      }
+      found.push_back(*d);
     }
   } else {
     for (const auto& id : ids) {
       auto d = table_.by_id(id);
       if (!d) return Error{"unknown device " + id};
-      if (std::find(gpus.begin(), gpus.end(), d->gpu_uuid) == gpus.end()) {
-        gpus.push_back(d->gpu_uuid);
-      }
+      found.push_back(*d);
     }
   }
-  for (const auto& uuid : gpus) {
-    if (!table_.gpu(uuid)->healthy) return Error{"GPU " + uuid + " is unhealthy"};
+  std::vector<std::string> gpus;
+  for (const auto& d : found) {
+    if (!d.healthy) return Error{"GPU " + d.gpu_uuid + " is unhealthy"};
+    if (std::find(gpus.begin(), gpus.end(), d.gpu_uuid) == gpus.end()) gpus.push_back(d.gpu_uuid);
   }
   return gpus;
 }

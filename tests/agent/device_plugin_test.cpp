@@ -280,3 +280,15 @@ TEST_CASE("share pods get their record's GPU and the limits of MPS and HAMi-core
   CHECK(c.env.at("CUDA_DEVICE_MEMORY_LIMIT_1") == "1024m");
   CHECK(c.env.at("CUDA_DEVICE_SM_LIMIT") == "50");
 }
+
+TEST_CASE("a MIG-enabled GPU is not a whole GPU for the kubelet", "[deviceplugin]") {
+  Rig rig;
+  rig.gpus[3].mig_enabled = true;
+  rig.plugin->set_gpus(rig.gpus);
+  REQUIRE(eventually([&] { return rig.kubelet.devices("nvidia.com/gpu").size() == 3; }));
+  CHECK(rig.kubelet.devices("nvidia.com/gpu").count("GPU-3d") == 0);
+  rig.api.add_pod(pod("old-record", "2026-11-23T10:00:01Z", {1}, {{3}}));
+  auto a = rig.admit(1);
+  CHECK_FALSE(a.ok);
+  CHECK_THAT(a.error, Catch::Contains("not served here"));
+}

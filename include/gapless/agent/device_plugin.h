@@ -1,7 +1,7 @@
 // The kubelet device plugin (API v1beta1, gRPC over a Unix socket in the kubelet's device
 // plugin directory) that makes the GPUs Gapless chose the GPUs the container gets.
 //
-// One DevicePlugin serves one resource:
+// One DevicePlugin serves one resource (MIG-enabled GPUs are left out of both):
 //   - whole GPUs: `nvidia.com/gpu`, one device per GPU, its ID the GPU's UUID (this replaces
 //     NVIDIA's device plugin on nodes that run Gapless: two plugins cannot serve one resource);
 //   - shares: `gapless.io/gpu-shared-count`, `share_slots` devices per GPU, IDs "<UUID>::<k>",
