@@ -78,6 +78,7 @@ struct DevicePlugin::Impl {
   std::condition_variable wake;
   bool stopping = false;
   std::optional<FileStamp> registered_with;  // the kubelet.sock we registered with
+  std::optional<FileStamp> failed_with;      // the kubelet.sock a registration last failed on
   std::atomic<int> registrations{0};
 
   Impl(DevicePluginOptions o, k8s::ApiTransport& a, std::function<void(const std::string&)> l)
@@ -117,7 +118,7 @@ struct DevicePlugin::Impl {
     server.reset();
   }
 
-  bool register_with_kubelet() {
+  bool register_with_kubelet(const FileStamp& kubelet) {
     auto channel =
         grpc::CreateChannel("unix:" + kubelet_socket(), grpc::InsecureChannelCredentials());
     auto stub = v1beta1::Registration::NewStub(channel);
@@ -130,7 +131,11 @@ struct DevicePlugin::Impl {
     request.mutable_options()->set_get_preferred_allocation_available(true);
     v1beta1::Empty reply;
     const grpc::Status s = stub->Register(&ctx, request, &reply);
-    if (!s.ok()) say("registering with the kubelet failed: " + s.error_message());
+    // Retried every recheck; said once per kubelet.sock, not every second.
+    if (!s.ok() && failed_with != kubelet) {
+      say("registering with the kubelet failed (retrying): " + s.error_message());
+    }
+    failed_with = s.ok() ? std::optional<FileStamp>{} : kubelet;
     return s.ok();
   }
 
@@ -145,7 +150,7 @@ struct DevicePlugin::Impl {
     }
     auto kubelet = stamp_of(kubelet_socket());
     if (!kubelet || kubelet == registered_with) return;
-    if (register_with_kubelet()) {
+    if (register_with_kubelet(*kubelet)) {
       registered_with = kubelet;
       ++registrations;
       say("registered with the kubelet");

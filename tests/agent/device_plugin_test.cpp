@@ -3,6 +3,10 @@
 // container gets.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -291,4 +295,117 @@ TEST_CASE("a MIG-enabled GPU is not a whole GPU for the kubelet", "[deviceplugin
   auto a = rig.admit(1);
   CHECK_FALSE(a.ok);
   CHECK_THAT(a.error, Catch::Contains("not served here"));
+}
+
+TEST_CASE("gapless-agent --device-plugin serves both resources from its NVML scans",
+          "[deviceplugin]") {
+  test::TempDir dir;
+  test::FakeApiServer api;
+  api.add_node({{"metadata", {{"name", "gpu-7"}}}});
+  test::FakeKubelet kubelet(dir.path().string());
+  const std::string kubeconfig = dir.write("kubeconfig", R"(apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: ")" + api.url() + R"("}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+)");
+  const std::string config = test::nvml_fixture("t4-4");
+  const std::string plugin_dir = dir.path().string();
+  const std::string err = dir.file("stderr");
+  std::vector<std::string> args = {GAPLESS_AGENT_BINARY,
+                                   "--device-plugin",
+                                   "--device-plugin-dir",
+                                   plugin_dir,
+                                   "--share-slots",
+                                   "2",
+                                   "--kubeconfig",
+                                   kubeconfig,
+                                   "--nvml-library",
+                                   GAPLESS_FAKE_NVML,
+                                   "--listen",
+                                   "127.0.0.1:0",
+                                   "--node-name",
+                                   "gpu-7"};
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    setenv("GAPLESS_FAKE_NVML_CONFIG", config.c_str(), 1);
+    if (std::freopen(err.c_str(), "w", stderr) == nullptr) _exit(127);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  const std::string t4_0 = "GPU-09c56a22-964e-9ef6-8414-fa99e6bbf69e";
+  const bool up = eventually(
+      [&] {
+        return kubelet.devices("nvidia.com/gpu").size() == 4 &&
+               kubelet.devices("gapless.io/gpu-shared-count").size() == 8;
+      },
+      10s);
+  model::Allocation a;
+  a.pod_uid = "uid-p";
+  a.pod_ns = "ml";
+  a.pod_name = "p";
+  a.node = "gpu-7";
+  a.gpus.push_back({0, t4_0, 0, 0, 0});
+  json p = pod("p", "2026-11-23T10:00:01Z", {1}, {});
+  p["spec"]["nodeName"] = "gpu-7";
+  p["metadata"]["annotations"] = {
+      {std::string(k8s::kAllocationAnnotation), k8s::encode_allocation_record(a)}};
+  api.add_pod(p);
+  const auto admitted = up ? kubelet.admit("nvidia.com/gpu", 1) : test::FakeKubelet::Admitted{};
+  kill(pid, SIGTERM);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  INFO(std::ifstream(err).rdbuf());
+  REQUIRE(up);
+  CHECK(admitted.env.at("NVIDIA_VISIBLE_DEVICES") == t4_0);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("without the API server the plugin refuses rather than guesses", "[deviceplugin]") {
+  Rig rig;
+  rig.api.add_pod(pod("a", "2026-11-23T10:00:01Z", {1}, {{2}}));
+  // GetPreferredAllocation's list and Allocate's list both fail.
+  rig.api.fail_next("GET", "/api/v1/pods", 2, 503, "apiserver down");
+  auto a = rig.admit(1);
+  CHECK_FALSE(a.ok);
+  CHECK_THAT(a.error, Catch::Contains("listing this node's pods"));
+  CHECK_THAT(a.error, Catch::Contains("apiserver down"));
+  CHECK(visible(rig.admit(1)) == "GPU-2c");  // the next try, with the API back
+}
+
+TEST_CASE("a plugin started before the kubelet registers once kubelet.sock appears",
+          "[deviceplugin]") {
+  test::TempDir dir;
+  test::FakeApiServer api;
+  k8s::ApiClient client(api.client_config());
+  // A checkpoint that cannot be read: logged, and the plugin starts empty.
+  std::filesystem::create_directories(dir.path() / "gapless");
+  dir.write("gapless/gapless-nvidia.com-gpu.checkpoint.json", "{not json");
+  std::mutex mu;
+  std::vector<std::string> log;
+  agent::DevicePluginOptions o;
+  o.plugin_dir = dir.path().string();
+  o.node_name = "gpu-1";
+  o.recheck = 20ms;
+  agent::DevicePlugin plugin(o, client, [&](const std::string& l) {
+    std::lock_guard lock(mu);
+    log.push_back(l);
+  });
+  plugin.set_gpus(four_gpus());
+  REQUIRE(plugin.start().ok());
+  CHECK(plugin.registrations() == 0);
+  test::FakeKubelet kubelet(dir.path().string());
+  REQUIRE(eventually([&] { return kubelet.devices("nvidia.com/gpu").size() == 4; }));
+  // The plugin counts its registration when the kubelet's answer is back, which may come after
+  // the kubelet has already connected and read the devices.
+  CHECK(eventually([&] { return plugin.registrations() == 1; }));
+  std::lock_guard lock(mu);
+  REQUIRE_FALSE(log.empty());
+  CHECK_THAT(log.front(), Catch::Contains("starting with an empty checkpoint"));
 }
