@@ -29,12 +29,14 @@ FROM debian:bookworm-slim
 #   libyaml-cpp.so.0.7 -> libyaml-cpp0.7;  libprometheus-cpp-core.so.1.0 -> libprometheus-cpp-core1.0
 #   libssl.so.3/libcrypto.so.3 -> libssl3 (HTTPS to the API server); libz -> zlib1g;
 #   libbrotli{dec,enc,common} -> libbrotli1; libstdc++/libgcc_s/libc are already in the base image.
+#   gapless-agent's device plugin: libgrpc++.so.1.51 -> libgrpc++1.51 (pulls libgrpc29),
+#   libprotobuf.so.32 -> libprotobuf32.
 # ca-certificates: for API servers whose certificate chains to a public CA (a kubeconfig without
 # certificate-authority); in-cluster the ServiceAccount's ca.crt is used.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libcpp-httplib0.11 libyaml-cpp0.7 libprometheus-cpp-core1.0 libssl3 zlib1g libbrotli1 \
-      ca-certificates \
+      libgrpc++1.51 libprotobuf32 ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 65532 nonroot \
  && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \

@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <vector>
 
 #include "gapless/agent/agent.h"
+#include "gapless/agent/device_plugin.h"
 #include "gapless/agent/status_server.h"
 
 using namespace gapless;
@@ -24,6 +26,9 @@ struct Options {
   std::string listen = "127.0.0.1:9400";
   double poll_seconds = 30;
   bool version = false;
+  bool device_plugin = false;
+  std::string device_plugin_dir = agent::kDevicePluginDir;
+  int share_slots = 16;
 };
 
 std::atomic<bool> g_stop{false};
@@ -54,6 +59,17 @@ void add_flags(CLI::App& app, Options& o) {
   app.add_option("--poll-interval", o.poll_seconds, "seconds between scans")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
+  app.add_flag("--device-plugin", o.device_plugin,
+               "serve the kubelet device plugin: nvidia.com/gpu (replaces NVIDIA's plugin) and "
+               "gapless.io/gpu-shared-count");
+  app.add_option("--device-plugin-dir", o.device_plugin_dir,
+                 "the kubelet's device plugin directory (kubelet.sock and the plugin sockets)")
+      ->capture_default_str();
+  app.add_option("--share-slots", o.share_slots,
+                 "gapless.io/gpu-shared-count devices per GPU: the most share containers a GPU "
+                 "takes; 0 serves no share resource")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   app.add_flag("--version", o.version, "print the version and exit (after checking the flags)");
 }
 
@@ -79,6 +95,24 @@ std::unique_ptr<k8s::ApiClient> api_client(const Options& o) {
   return std::make_unique<k8s::ApiClient>(std::move(config).value());
 }
 
+// The device plugins, fed by the agent's scans; none without --device-plugin.
+std::vector<std::unique_ptr<agent::DevicePlugin>> device_plugins(const Options& o,
+                                                                 k8s::ApiTransport& api) {
+  std::vector<std::unique_ptr<agent::DevicePlugin>> plugins;
+  if (!o.device_plugin) return plugins;
+  agent::DevicePluginOptions whole;
+  whole.plugin_dir = o.device_plugin_dir;
+  whole.node_name = o.node_name;
+  plugins.push_back(std::make_unique<agent::DevicePlugin>(whole, api, log_line));
+  if (o.share_slots > 0) {
+    agent::DevicePluginOptions shared = whole;
+    shared.resource = agent::kSharedGpuResource;
+    shared.share_slots = o.share_slots;
+    plugins.push_back(std::make_unique<agent::DevicePlugin>(shared, api, log_line));
+  }
+  return plugins;
+}
+
 int publish(const Options& o) {
   auto api = api_client(o);
   if (api == nullptr) return 1;
@@ -96,9 +130,20 @@ int publish(const Options& o) {
     log_line(s.error());
     return 1;
   }
+  auto plugins = device_plugins(o, *api);
+  for (auto& p : plugins) {
+    if (Status s = p->start(); !s.ok()) {
+      log_line(s.error());
+      return 1;
+    }
+  }
+  a.on_scan([&plugins](const agent::NodeGpus& node) {
+    for (auto& p : plugins) p->set_gpus(node.gpus);
+  });
   std::signal(SIGTERM, [](int) { g_stop = true; });
   std::signal(SIGINT, [](int) { g_stop = true; });
-  log_line("node " + o.node_name + ", /healthz and /metrics on " + o.listen);
+  log_line("node " + o.node_name + ", /healthz and /metrics on " + o.listen +
+           (plugins.empty() ? "" : ", device plugin in " + o.device_plugin_dir));
   a.run(g_stop);
   return 0;
 }

@@ -233,20 +233,24 @@ check(len(sp) == 1 and sp[0].get("name") == "http-metrics" and sp[0].get("port")
       and ports.get(sp[0].get("targetPort"), sp[0].get("targetPort")) == 8888, "Service port http-metrics -> 8888")
 check(svc.get("metadata", {}).get("annotations", {}).get("prometheus.io/scrape") == "true", "prometheus scrape annotation")
 
-# The node agent: its own identity, allowed to get and patch Nodes and nothing else.
+# The node agent: its own identity, allowed to get and patch Nodes and list Pods, nothing else.
 one("ServiceAccount", "gapless-node-agent")
 agent_roles = [b["roleRef"]["name"] for b in objs("ClusterRoleBinding") + objs("RoleBinding")
                if AGENT_SA in b.get("subjects", [])]
 check(agent_roles == ["gapless-node-agent"], "the agent's ServiceAccount is bound to gapless-node-agent only")
 check(one("ClusterRole", "gapless-node-agent").get("rules") ==
-      [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}], "gapless-node-agent: nodes get/patch only")
+      [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]},
+       {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}],
+      "gapless-node-agent: nodes get/patch and pods list only")
 ds = one("DaemonSet", "gapless-agent")
 dpod = ds.get("spec", {}).get("template", {}).get("spec", {})
 check(dpod.get("serviceAccountName") == "gapless-node-agent", "DaemonSet runs as gapless-node-agent")
-check(not any("hostPath" in v for v in dpod.get("volumes", [])), "DaemonSet mounts no hostPath")
+# The one hostPath: the kubelet's device plugin directory, where the plugin's sockets live.
+host_paths = [v["hostPath"].get("path") for v in dpod.get("volumes", []) if "hostPath" in v]
+check(host_paths == ["/var/lib/kubelet/device-plugins"], "DaemonSet's only hostPath is the device plugin dir")
 check(any(t.get("key") == "nvidia.com/gpu" and t.get("operator") == "Exists" for t in dpod.get("tolerations", [])),
       "DaemonSet tolerates nvidia.com/gpu taints")
-check(dpod.get("securityContext", {}).get("runAsNonRoot") is True, "agent runs as non-root")
+check(dpod.get("securityContext", {}).get("runAsUser") == 0, "agent runs as root (the plugin dir is root's)")
 ac = (dpod.get("containers") or [{}])[0]
 check(ac.get("command") == ["/usr/local/bin/gapless-agent"], "agent container runs gapless-agent")
 env = {e["name"]: e for e in ac.get("env", [])}
@@ -257,6 +261,10 @@ aports = {p.get("name"): p["containerPort"] for p in ac.get("ports", [])}
 lp = ac.get("livenessProbe", {}).get("httpGet", {})
 check(lp.get("path") == "/healthz" and aports.get(lp.get("port"), lp.get("port")) == 9400, "agent livenessProbe /healthz on 9400")
 check("--listen=0.0.0.0:9400" in ac.get("args", []), "agent listens on 0.0.0.0:9400")
+check("--device-plugin" in ac.get("args", []), "agent serves the device plugin")
+mounts = {m.get("name"): m.get("mountPath") for m in ac.get("volumeMounts", [])}
+check("--device-plugin-dir=" + str(mounts.get("device-plugins")) in ac.get("args", []),
+      "the plugin dir flag names the mounted device plugin dir")
 with open(agent_args_file, "w") as f:
     f.write("\n".join(ac.get("args", [])) + "\n")
 

@@ -51,6 +51,10 @@ class Agent {
   // k8s::node_from_topology_annotation would reject (never published), or the publish failed.
   Result<std::string> tick();
 
+  // Called with every successful scan, before the annotation is published (the device plugin's
+  // view of the GPUs and their health). Set before run().
+  void on_scan(std::function<void(const NodeGpus&)> listener) { on_scan_ = std::move(listener); }
+
   // Ticks every poll interval until `stop`; a critical XID marks its GPU unhealthy and ticks
   // at once. Publish errors are logged and retried at the next tick.
   void run(const std::atomic<bool>& stop);
@@ -70,7 +74,8 @@ class Agent {
   std::unique_ptr<XidWatcher> xids_;
   std::string absent_reason_;
   bool said_absent_ = false;
-  std::set<std::string> logged_errors_;  // each distinct NVML failure is logged once
+  std::set<std::string> logged_errors_;
+  std::function<void(const NodeGpus&)> on_scan_;  // each distinct NVML failure is logged once
 };
 
 }  // namespace gapless::agent
