@@ -89,7 +89,7 @@ LatencyRun run_engine(const std::vector<StreamPod>& pods, const LatencyOptions& 
     const model::GpuRequest& req = parsed->request;
     const auto t0 = Clock::now();
     sched.observe(parsed->info, req);
-    auto f = sched.filter(*loaded, req, names);
+    auto f = sched.filter(*loaded, parsed->info, req, names);
     const double filter_ms = ms_since(t0);
     const auto t1 = Clock::now();
     auto scores =

@@ -213,6 +213,8 @@ Cluster::Changes Cluster::take_changes() {
   Changes out;
   out.touched.assign(touched_.begin(), touched_.end());
   out.removed = std::move(removed_);
+  out.allocations.assign(allocations_changed_.begin(), allocations_changed_.end());
+  allocations_changed_.clear();
   touched_.clear();
   removed_.clear();
   return out;
@@ -228,6 +230,7 @@ bool Cluster::remove_node(const std::string& name) {
   std::erase_if(allocations_, [&](const auto& kv) {
     if (kv.second.node != name) return false;
     stranded_.erase(kv.first);
+    allocations_changed_.insert(kv.first);
     return true;
   });
   return true;
@@ -259,6 +262,7 @@ Status Cluster::apply(const Allocation& a, bool allow_fenced) {
   if (Status s = apply_allocation(it->second, a, check_host_); !s) return s;
   touch(it->second);
   allocations_.emplace(a.pod_uid, a);
+  allocations_changed_.insert(a.pod_uid);
   return Status::Ok();
 }
 
@@ -273,6 +277,7 @@ bool Cluster::release(const std::string& pod_uid) {
     if (stranded_.erase(pod_uid) == 0) unapply_allocation(n->second, it->second);
     touch(n->second);
   }
+  allocations_changed_.insert(pod_uid);
   allocations_.erase(it);
   return true;
 }

@@ -46,7 +46,7 @@ Policy builtin_policy() {
   p.node = {{find_strategy("gapless"), 1.0}};
   p.gpu = {{find_strategy("gapless"), 1.0}};
   p.gpu_weight = 0;  // as policies/default.yaml's default profile
-  return Policy{"built-in", {p}, "default"};
+  return Policy{"built-in", {p}, "default", {}};
 }
 
 }  // namespace gapless::placement

@@ -1,7 +1,9 @@
 #include "gapless/placement/scheduler.h"
 
+#include <algorithm>
 #include <unordered_map>
 
+#include "gapless/placement/demand.h"
 #include "gapless/placement/fit.h"
 
 namespace gapless::placement {
@@ -30,6 +32,11 @@ Scheduler::Scheduler(model::Cluster cluster, Policy policy, SchedulerOptions opt
   cluster_.set_check_host(options_.check_host);
   cluster_.take_changes();
   fragments_.rebuild(cluster_.nodes());
+  quota_usage_.rebuild(cluster_);
+  for (const model::Node* n : cluster_.nodes()) {
+    node_gpus_[n] = static_cast<std::int64_t>(n->gpus.size());
+    cluster_gpus_ += static_cast<std::int64_t>(n->gpus.size());
+  }
   policy_ = load(std::move(policy));
 }
 
@@ -100,11 +107,74 @@ void Scheduler::mix_changed() {
   loaded->cache_mix_version = version;
 }
 
-FilterResult Scheduler::filter(const LoadedPolicy& loaded, const model::GpuRequest& req,
+namespace {
+
+// Every input node (each once) unresolvable for one reason: the pod is over its quota.
+FilterResult refuse_all(const std::vector<std::string>& nodes, std::string why) {
+  FilterResult r;
+  r.reasons.push_back({std::move(why), "over_quota", true});
+  std::unordered_set<std::string> seen;
+  for (const std::string& n : nodes) {
+    if (seen.insert(n).second) r.rejected.push_back({n, 0});
+  }
+  return r;
+}
+
+}  // namespace
+
+FilterResult Scheduler::filter(const LoadedPolicy& loaded, const model::PodInfo& pod,
+                               const model::GpuRequest& req,
                                const std::vector<std::string>& nodes) const {
   std::shared_lock lock(mu_);
   VerdictCache* cache = options_.use_cache ? &loaded.cache : nullptr;
-  return placement::filter(cluster_, req, nodes, cache, options_.check_host);
+  return filter_locked(loaded.policy.quotas, pod, req, nodes, cache);
+}
+
+FilterResult Scheduler::filter_locked(const std::vector<Quota>& quotas, const model::PodInfo& pod,
+                                      const model::GpuRequest& req,
+                                      const std::vector<std::string>& nodes,
+                                      VerdictCache* cache) const {
+  if (!quotas.empty()) {
+    std::string why = over_quota(quotas, quota_view(), pod.ns, quota_demand(req));
+    if (!why.empty()) return refuse_all(nodes, std::move(why));
+  }
+  FilterResult r = placement::filter(cluster_, req, nodes, cache, options_.check_host);
+  if (!quotas.empty()) apply_model_quotas(quotas, pod, req, &r);
+  return r;
+}
+
+void Scheduler::apply_model_quotas(const std::vector<Quota>& quotas, const model::PodInfo& pod,
+                                   const model::GpuRequest& req, FilterResult* r) const {
+  const bool any = std::any_of(quotas.begin(), quotas.end(), [&](const Quota& q) {
+    return !q.per_model.empty() && q.covers(pod.ns);
+  });
+  const QuotaAmounts ask = quota_demand(req);
+  if (!any || ask.zero()) return;
+  std::vector<std::string> passed;
+  for (std::string& name : r->passed) {
+    // The node fails when every model it could serve the pod with is over its limit; a node
+    // with several models may pass, and reserve then checks the GPUs actually picked.
+    std::string why;
+    bool some_model_ok = false;
+    std::unordered_set<std::string> models;
+    for (const model::Gpu& g : cluster_.find_node(name)->gpus) {
+      if (!can_serve(g, req) || !models.insert(g.model).second) continue;
+      std::string over = over_model_quota(quotas, quota_view(), pod.ns, g.model, ask);
+      if (over.empty()) some_model_ok = true;
+      if (why.empty()) why = std::move(over);
+    }
+    if (some_model_ok || why.empty()) {
+      passed.push_back(std::move(name));
+      continue;
+    }
+    auto it = std::find_if(r->reasons.begin(), r->reasons.end(),
+                           [&](const FilterResult::Reason& x) { return x.text == why; });
+    if (it == r->reasons.end()) {
+      it = r->reasons.insert(r->reasons.end(), {std::move(why), "over_quota", true});
+    }
+    r->rejected.push_back({std::move(name), static_cast<std::size_t>(it - r->reasons.begin())});
+  }
+  r->passed = std::move(passed);
 }
 
 std::vector<double> Scheduler::score(const LoadedPolicy& loaded, const model::GpuRequest& req,
@@ -138,6 +208,15 @@ Result<model::Allocation> Scheduler::reserve(const model::PodInfo& pod,
   if (!options_.check_host) fit.host = {};
   auto placed = place(cluster_, fit, profile, pod, node);
   if (!placed) return placed;
+  // The quotas in force now (filter may have run under an older policy), against usage that
+  // includes every reservation made since that filter.
+  const auto current = policy();
+  const std::vector<Quota>& quotas = current->policy.quotas;
+  if (!quotas.empty()) {
+    std::string why =
+        over_quota(quotas, quota_view(), pod.ns, quota_usage(cluster_.find_node(node), *placed));
+    if (!why.empty()) return Error{why};
+  }
   placed->host = req.host;
   if (Status s = cluster_.commit(*placed); !s) return Error{s.error()};
   follow_changes();
@@ -198,10 +277,10 @@ std::vector<NodeExplanation> Scheduler::explain(const model::PodInfo& pod,
   drawn.context.draw = draw;
   model::GpuRequest fit = req;
   if (!options_.check_host) fit.host = {};
+  const auto loaded = policy();
   std::shared_lock lock(mu_);
   // No caches: an explanation must neither read stale entries nor leave any behind.
-  const FilterResult filtered =
-      placement::filter(cluster_, req, nodes, nullptr, options_.check_host);
+  const FilterResult filtered = filter_locked(loaded->policy.quotas, pod, req, nodes, nullptr);
   const std::vector<int> normalized =
       normalize(nodes, score_nodes(cluster_, req, drawn, nodes, nullptr, options_.check_host));
   const auto rejected = rejections(filtered);
@@ -246,15 +325,33 @@ void Scheduler::read(const std::function<void(const model::Cluster&)>& f) const 
 
 void Scheduler::follow_changes() {
   model::Cluster::Changes changes = cluster_.take_changes();
-  for (const model::Node* gone : changes.removed) fragments_.erase(gone);
-  for (const std::string& name : changes.touched) {
-    if (const model::Node* n = cluster_.find_node(name)) fragments_.refresh_node(*n);
+  for (const model::Node* gone : changes.removed) {
+    fragments_.erase(gone);
+    if (auto it = node_gpus_.find(gone); it != node_gpus_.end()) {
+      cluster_gpus_ -= it->second;
+      node_gpus_.erase(it);
+    }
   }
+  for (const std::string& name : changes.touched) {
+    const model::Node* n = cluster_.find_node(name);
+    if (n == nullptr) continue;
+    fragments_.refresh_node(*n);
+    std::int64_t& gpus = node_gpus_[n];
+    cluster_gpus_ += static_cast<std::int64_t>(n->gpus.size()) - gpus;
+    gpus = static_cast<std::int64_t>(n->gpus.size());
+  }
+  for (const std::string& uid : changes.allocations) quota_usage_.refresh(cluster_, uid);
 }
 
 WorkloadMix Scheduler::mix() const {
   std::shared_lock lock(mu_);
   return *mix_;
+}
+
+std::vector<QuotaRow> Scheduler::quota_rows() const {
+  const auto loaded = policy();
+  std::shared_lock lock(mu_);
+  return placement::quota_rows(loaded->policy.quotas, quota_view());
 }
 
 ClusterSummary Scheduler::summary() const {

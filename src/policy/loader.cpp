@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../common/yaml_load_all.h"
+#include "quota_reader.h"
 #include "yaml_reader.h"
 
 namespace gapless::policy {
@@ -36,7 +37,7 @@ using placement::Profile;
 using placement::Selector;
 using placement::WeightedStrategy;
 
-const Keys kPolicyKeys = {"version", "default", "profiles"};
+const Keys kPolicyKeys = {"version", "default", "profiles", "quotas"};
 const Keys kProfileKeys = {"name", "node", "gpu", "topology", "select"};
 const Keys kNodeKeys = {"strategies"};
 const Keys kGpuKeys = {"strategies", "weight"};
@@ -187,7 +188,8 @@ class PolicyReader : public detail::YamlReader {
           f->mark(), f->path,
           "no profile named \"" + out->default_profile + "\" (profiles: " + join(names) + ")");
     }
-    return true;
+    f = find_field(fields, "quotas");
+    return f == nullptr || detail::read_quotas(*this, *f, &out->quotas);
   }
 };
 
