@@ -137,7 +137,9 @@ std::string Extender::metrics_text() const {
   scheduler_.read([&](const model::Cluster& cluster) { metrics_.update_cluster(cluster); });
   metrics_.note_mix_version(scheduler_.mix_version());
   const MixStatus mix{static_cast<double>(scheduler_.observed()), metrics_.mix_age_seconds()};
-  return metrics_.serialize(cluster_families(scheduler_.summary(), mix));
+  std::vector<prometheus::MetricFamily> families = cluster_families(scheduler_.summary(), mix);
+  for (auto& f : quota_families(scheduler_.quota_rows())) families.push_back(std::move(f));
+  return metrics_.serialize(std::move(families));
 }
 
 }  // namespace gapless::server
