@@ -8,6 +8,7 @@
 //   gapless-microbench --nodes 1000 --modes http --attack 200,50   # issue 17: under attack
 //   gapless-microbench --parse 100000,200000                       # issue 17: parse time
 //   gapless-microbench --nodes 10000 --modes metrics    # one GET /metrics's work, per scrape
+//   gapless-microbench --nodes 10000 --modes engine --quotas  # what namespace quotas cost
 //
 // Modes: engine (in-process, no JSON, with and without the verdict cache), http (nodeCache:
 // NodeNames), http-full (full-node: Node objects in every request), metrics
@@ -146,6 +147,9 @@ int main(int argc, char** argv) {
   app.add_option("--clients", clients, "concurrent HTTP clients");
   app.add_option("--fill", fill, "fraction of GPUs taken before the stream starts");
   app.add_flag("!--no-baseline", baseline, "engine: skip the run without the verdict cache");
+  bool quotas = false;
+  app.add_flag("--quotas", quotas,
+               "engine: also run under a policy with namespace quotas (checked, never reached)");
   std::vector<int> attack;
   app.add_option("--attack", attack,
                  "http: IDLE,SLOW connections open beside the clients (idle: send nothing; slow: "
@@ -182,6 +186,11 @@ int main(int argc, char** argv) {
         }
         o.cache = true;
         print_run(n, bench::run_engine(stream, o), 1);
+        if (quotas) {
+          o.quotas = true;
+          print_run(n, bench::run_engine(stream, o), 1);
+          o.quotas = false;
+        }
       } else if (mode == "metrics") {
         print_run(n, run_scrapes(n, fill, 20), 1);
       } else if (mode == "http" || mode == "http-full") {

@@ -263,6 +263,30 @@ std::string over_model_quota(const std::vector<Quota>& quotas, const QuotaView& 
   return "";
 }
 
+std::unordered_map<std::string, std::string> models_over_quota(const std::vector<Quota>& quotas,
+                                                               const QuotaView& view,
+                                                               const std::string& ns,
+                                                               const QuotaAmounts& ask) {
+  std::unordered_map<std::string, std::string> out;
+  if (ask.zero()) return out;
+  for (const Quota& q : quotas) {
+    if (q.per_model.empty() || !q.covers(ns)) continue;
+    const NamespaceUsage used = tenant_usage(q, view.ledger, ns);
+    for (const auto& [name, limits] : q.per_model) {
+      const std::string key = lower(name);
+      auto it = used.by_model.find(key);
+      const QuotaAmounts held = it == used.by_model.end() ? QuotaAmounts{} : it->second;
+      std::string why = check_limits(q, ns, limits, held, ask, " of model " + name);
+      if (!why.empty()) out.emplace(key, std::move(why));  // the first quota's reason wins
+    }
+  }
+  return out;
+}
+
+std::string quota_model_key(std::string model) {
+  return lower(std::move(model));
+}
+
 std::string over_quota(const std::vector<Quota>& quotas, const QuotaView& view,
                        const std::string& ns, const NamespaceUsage& adds) {
   if (std::string why = over_quota(quotas, view, ns, adds.all); !why.empty()) return why;

@@ -145,33 +145,31 @@ FilterResult Scheduler::filter_locked(const std::vector<Quota>& quotas, const mo
 
 void Scheduler::apply_model_quotas(const std::vector<Quota>& quotas, const model::PodInfo& pod,
                                    const model::GpuRequest& req, FilterResult* r) const {
-  const bool any = std::any_of(quotas.begin(), quotas.end(), [&](const Quota& q) {
-    return !q.per_model.empty() && q.covers(pod.ns);
-  });
-  const QuotaAmounts ask = quota_demand(req);
-  if (!any || ask.zero()) return;
+  const auto over = models_over_quota(quotas, quota_view(), pod.ns, quota_demand(req));
+  if (over.empty()) return;  // the common case: no per-model work per node
   std::vector<std::string> passed;
   for (std::string& name : r->passed) {
     // The node fails when every model it could serve the pod with is over its limit; a node
     // with several models may pass, and reserve then checks the GPUs actually picked.
-    std::string why;
+    const std::string* why = nullptr;
     bool some_model_ok = false;
-    std::unordered_set<std::string> models;
     for (const model::Gpu& g : cluster_.find_node(name)->gpus) {
-      if (!can_serve(g, req) || !models.insert(g.model).second) continue;
-      std::string over = over_model_quota(quotas, quota_view(), pod.ns, g.model, ask);
-      if (over.empty()) some_model_ok = true;
-      if (why.empty()) why = std::move(over);
+      if (!can_serve(g, req)) continue;
+      auto it = over.find(quota_model_key(g.model));
+      if (it == over.end()) {
+        some_model_ok = true;
+        break;
+      }
+      if (why == nullptr) why = &it->second;
     }
-    if (some_model_ok || why.empty()) {
+    if (some_model_ok || why == nullptr) {
       passed.push_back(std::move(name));
       continue;
     }
     auto it = std::find_if(r->reasons.begin(), r->reasons.end(),
-                           [&](const FilterResult::Reason& x) { return x.text == why; });
-    if (it == r->reasons.end()) {
-      it = r->reasons.insert(r->reasons.end(), {std::move(why), "over_quota", true});
-    }
+                           [&](const FilterResult::Reason& x) { return x.text == *why; });
+    if (it == r->reasons.end())
+      it = r->reasons.insert(r->reasons.end(), {*why, "over_quota", true});
     r->rejected.push_back({std::move(name), static_cast<std::size_t>(it - r->reasons.begin())});
   }
   r->passed = std::move(passed);
