@@ -153,7 +153,9 @@ void Scheduler::apply_model_quotas(const std::vector<Quota>& quotas, const model
     // with several models may pass, and reserve then checks the GPUs actually picked.
     const std::string* why = nullptr;
     bool some_model_ok = false;
-    for (const model::Gpu& g : cluster_.find_node(name)->gpus) {
+    const model::Node* node = cluster_.find_node(name);
+    static const std::vector<model::Gpu> kNoGpus;
+    for (const model::Gpu& g : node != nullptr ? node->gpus : kNoGpus) {
       if (!can_serve(g, req)) continue;
       auto it = over.find(quota_model_key(g.model));
       if (it == over.end()) {

@@ -1,7 +1,7 @@
 // Policy files (policies/*.yaml) -> placement::Policy. Validation is strict: unknown keys, wrong
 // types and bad values are errors of the form "<source>:<line>: <key path>: <what is wrong>", and
 // nothing thrown by yaml-cpp leaves this file. The accepted format is documented in
-// policies/default.yaml.
+// policies/default.yaml (profiles) and policies/quotas.yaml (quotas, read by quota_reader.cpp).
 #include "gapless/policy/loader.h"
 
 #include <yaml-cpp/yaml.h>
