@@ -206,12 +206,17 @@ Result<model::Allocation> Scheduler::reserve(const model::PodInfo& pod,
   std::unique_lock lock(mu_);
   model::GpuRequest fit = req;
   if (!options_.check_host) fit.host = {};
-  auto placed = place(cluster_, fit, profile, pod, node);
-  if (!placed) return placed;
   // The quotas in force now (filter may have run under an older policy), against usage that
   // includes every reservation made since that filter.
   const auto current = policy();
   const std::vector<Quota>& quotas = current->policy.quotas;
+  if (!quotas.empty()) {
+    if (std::string why = steer_from_models_over_quota(quotas, pod, node, &fit); !why.empty()) {
+      return Error{why};
+    }
+  }
+  auto placed = place(cluster_, fit, profile, pod, node);
+  if (!placed) return placed;
   if (!quotas.empty()) {
     std::string why =
         over_quota(quotas, quota_view(), pod.ns, quota_usage(cluster_.find_node(node), *placed));
@@ -221,6 +226,29 @@ Result<model::Allocation> Scheduler::reserve(const model::PodInfo& pod,
   if (Status s = cluster_.commit(*placed); !s) return Error{s.error()};
   follow_changes();
   return placed;
+}
+
+std::string Scheduler::steer_from_models_over_quota(const std::vector<Quota>& quotas,
+                                                    const model::PodInfo& pod,
+                                                    const std::string& node_name,
+                                                    model::GpuRequest* fit) const {
+  const auto over = models_over_quota(quotas, quota_view(), pod.ns, quota_demand(*fit));
+  const model::Node* node = cluster_.find_node(node_name);
+  if (over.empty() || node == nullptr) return "";
+  std::vector<std::string> allowed;
+  const std::string* why = nullptr;
+  for (const model::Gpu& g : node->gpus) {
+    if (!can_serve(g, *fit)) continue;
+    if (auto it = over.find(quota_model_key(g.model)); it != over.end()) {
+      if (why == nullptr) why = &it->second;
+    } else if (std::find(allowed.begin(), allowed.end(), g.model) == allowed.end()) {
+      allowed.push_back(g.model);
+    }
+  }
+  if (why == nullptr) return "";  // no GPU of a model over its limit could be picked
+  if (allowed.empty()) return *why;
+  fit->models = std::move(allowed);
+  return "";
 }
 
 bool Scheduler::unreserve(const model::Allocation& reserved) {

@@ -139,6 +139,30 @@ TEST_CASE("per-model quota refuses only nodes of that model", "[quota]") {
   hold(s, pod_in("ml", "b"), whole(1), "t");
 }
 
+TEST_CASE("on a node of two models, reserve picks the model still under its limit", "[quota]") {
+  model::Node mixed = pcie_node("mixed", 8, kH100, 81559);
+  for (int i = 4; i < 8; ++i) mixed.gpus[i] = make_gpu(i, kT4, 15360);
+  normalize(mixed);
+  Quota q = quota("h100s", {"ml"});
+  q.per_model[kH100][QuotaResource::kWholeGpus] = 1;
+  Scheduler s(cluster_of({mixed}), with({q}));
+  model::GpuRequest h100 = whole(1);
+  h100.models = {kH100};
+  hold(s, pod_in("ml", "a"), h100, "mixed");
+
+  REQUIRE(filter(s, pod_in("ml", "b"), whole(2), {"mixed"}).passed.size() == 1);
+  hold(s, pod_in("ml", "b"), whole(2), "mixed");
+  s.read([](const model::Cluster& c) {
+    for (const model::GpuGrant& g : c.allocation("b")->gpus) CHECK(g.index >= 4);  // T4s
+  });
+  CHECK(filter(s, pod_in("ml", "c"), h100, {"mixed"}).unresolvable().size() == 1);
+  const auto loaded = s.policy();
+  const auto r = s.reserve(pod_in("ml", "c"), h100, loaded->policy.profiles[0], "mixed");
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == "gapless: namespace ml over quota \"h100s\": 1 of 1 whole GPUs of model " +
+                         std::string(kH100) + " in use, pod asks 1");
+}
+
 TEST_CASE("percent-of-cluster quota follows the cluster's GPU count", "[quota]") {
   Quota q = quota("third", {"ml"});
   q.whole_gpus_percent = 25;

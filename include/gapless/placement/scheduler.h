@@ -183,6 +183,12 @@ class Scheduler {
   // REQUIRES: read lock. Rejects the passed nodes per-model quota limits refuse.
   void apply_model_quotas(const std::vector<Quota>& quotas, const model::PodInfo& pod,
                           const model::GpuRequest& req, FilterResult* r) const;
+  // REQUIRES: read lock. Narrows fit->models to the node's models that `pod` may still use
+  // under per-model limits, so the pick on a node of several models avoids those over their
+  // limit; returns the reason when no usable model is left.
+  std::string steer_from_models_over_quota(const std::vector<Quota>& quotas,
+                                           const model::PodInfo& pod, const std::string& node_name,
+                                           model::GpuRequest* fit) const;
   // REQUIRES: write lock. The mix changed: rebuild what depends on it.
   void mix_changed();
 
