@@ -170,7 +170,7 @@ class InProcess : public ExtenderPort {
               std::vector<std::string>* passed) override {
     const k8s::ParsedPod& p = parsed(pod, uid);
     sched_.observe(p.info, p.request);
-    *passed = sched_.filter(*loaded_, p.request, profile(), nodes).passed;
+    *passed = sched_.filter(*loaded_, p.info, p.request, profile(), nodes).passed;
     return true;
   }
   bool prioritize(const TracePod& pod, const std::string& uid,

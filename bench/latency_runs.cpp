@@ -65,15 +65,46 @@ class Departures {
 
 }  // namespace
 
+namespace {
+
+// Quotas every check of the stream's pods (namespace "bench") walks in full without refusing.
+// `p`, with these quotas when `quotas`.
+placement::Policy with_quotas(placement::Policy p, bool quotas) {
+  if (!quotas) return p;
+  for (int i = 0; i < 20; ++i) {
+    placement::Quota q;
+    q.name = "other-" + std::to_string(i);
+    q.namespaces = {"team-" + std::to_string(i)};
+    q.limits[placement::QuotaResource::kWholeGpus] = 8;
+    p.quotas.push_back(std::move(q));
+  }
+  placement::Quota q;
+  q.name = "bench";
+  q.namespaces = {"bench", "bench-2"};
+  for (placement::QuotaResource r : placement::kAllQuotaResources) q.limits[r] = 1000000000000;
+  q.whole_gpus_percent = 100;
+  for (const char* m :
+       {"NVIDIA-H100-80GB-HBM3", "Tesla-V100-SXM2-32GB", "NVIDIA-A100-SXM4-80GB", "Tesla-T4"}) {
+    q.per_model[m][placement::QuotaResource::kWholeGpus] = 1000000000000;
+  }
+  p.quotas.push_back(std::move(q));
+  return p;
+}
+
+}  // namespace
+
 LatencyRun run_engine(const std::vector<StreamPod>& pods, const LatencyOptions& options) {
   LatencyRun run;
   run.mode =
       std::string(options.cache ? "engine" : "engine, no cache") + ", " + options.policy_name;
+  if (options.quotas) run.mode += ", quotas";
   placement::SchedulerOptions so;
   so.check_host = false;  // as the extender runs it, behind kube-scheduler
   so.use_cache = options.cache;
-  placement::Scheduler sched(synthetic_cluster(options.nodes, options.fill, 42),
-                             options.policy ? *options.policy : placement::builtin_policy(), so);
+  placement::Scheduler sched(
+      synthetic_cluster(options.nodes, options.fill, 42),
+      with_quotas(options.policy ? *options.policy : placement::builtin_policy(), options.quotas),
+      so);
   std::vector<std::string> names;
   std::unique_ptr<Departures> departures;
   sched.read([&](const model::Cluster& c) {
@@ -90,7 +121,7 @@ LatencyRun run_engine(const std::vector<StreamPod>& pods, const LatencyOptions& 
     const model::GpuRequest& req = parsed->request;
     const auto t0 = Clock::now();
     sched.observe(parsed->info, req);
-    auto f = sched.filter(*loaded, req, profile, names);
+    auto f = sched.filter(*loaded, parsed->info, req, profile, names);
     const double filter_ms = ms_since(t0);
     const auto t1 = Clock::now();
     auto scores =

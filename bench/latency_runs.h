@@ -28,6 +28,10 @@ struct LatencyOptions {
   int clients = 2;         // http: concurrent clients, each with its own keep-alive connection
   bool full_node = false;  // http: Node objects in every request instead of NodeNames
   bool cache = true;       // reuse verdicts of unchanged nodes (VerdictCache)
+  // engine: a policy with namespace quotas that cover the stream's namespace (every limit, a
+  // per-model limit per GPU model, never reached) beside 20 quotas of other namespaces: what
+  // checking quotas adds to filter and reserve.
+  bool quotas = false;
   // http: an attack beside the measured clients (issue 17): connections that connect and send
   // nothing, and slow clients that send a request one byte every 500 ms (reconnecting when the
   // server closes them), all open while the stream runs.

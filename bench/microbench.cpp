@@ -10,6 +10,7 @@
 //   gapless-microbench --parse 100000,200000                       # issue 17: parse time
 //   gapless-microbench --nodes 10000 --modes metrics    # one GET /metrics's work, per scrape
 //   gapless-microbench --nodes 5000 --modes rebuild     # restart: lists -> model (10 pods/node)
+//   gapless-microbench --nodes 10000 --modes engine --quotas  # what namespace quotas cost
 //
 // Modes: engine (in-process, no JSON, with and without the verdict cache), http (nodeCache:
 // NodeNames), http-full (full-node: Node objects in every request), metrics
@@ -168,6 +169,9 @@ int main(int argc, char** argv) {
   int pods_per_node = 10;
   app.add_option("--pods-per-node", pods_per_node, "rebuild: pods per node in the PodList");
   app.add_flag("!--no-baseline", baseline, "engine: skip the run without the verdict cache");
+  bool quotas = false;
+  app.add_flag("--quotas", quotas,
+               "engine: also run under a policy with namespace quotas (checked, never reached)");
   std::vector<int> attack;
   app.add_option("--attack", attack,
                  "http: IDLE,SLOW connections open beside the clients (idle: send nothing; slow: "
@@ -219,6 +223,11 @@ int main(int argc, char** argv) {
           }
           o.cache = true;
           print_run(n, bench::run_engine(stream, o), 1);
+          if (quotas) {
+            o.quotas = true;
+            print_run(n, bench::run_engine(stream, o), 1);
+            o.quotas = false;
+          }
         } else if (mode == "rebuild" || mode == "metrics") {
           if (pi != 0) continue;  // the policy plays no part
           if (mode == "rebuild") {

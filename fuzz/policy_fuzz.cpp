@@ -1,5 +1,6 @@
 // Policy YAML (policy::parse_policy). Nothing yaml-cpp throws may escape; a policy that parses
-// must be usable: a default that names a profile, strategies with positive finite weights.
+// must be usable: a default that names a profile, strategies with positive finite weights,
+// quotas with a name, namespaces and at least one limit, none negative.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -38,5 +39,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string error;
   check(gapless::placement::select_profile(*policy, pod, &error) != nullptr,
         "a parsed policy selects no profile for a pod without an annotation", error);
+  for (const auto& q : policy->quotas) {
+    bool any = q.whole_gpus_percent.has_value() || !q.limits.empty();
+    for (const auto& l : q.limits.max) check(!l || *l >= 0, "a negative limit", q.name);
+    for (const auto& [model, limits] : q.per_model) {
+      check(!model.empty() && !limits.empty(), "a per-model quota without a model or limit",
+            q.name);
+      any = true;
+      for (const auto& l : limits.max) check(!l || *l >= 0, "a negative limit", q.name);
+    }
+    check(!q.name.empty() && !q.namespaces.empty() && any, "an incomplete quota", q.name);
+    check(!q.whole_gpus_percent || (*q.whole_gpus_percent >= 0 && *q.whole_gpus_percent <= 100),
+          "a percentage outside 0..100", q.name);
+  }
   return 0;
 }

@@ -116,8 +116,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", p.error().c_str());
       return 1;
     }
-    std::printf("%s: OK (%zu profiles, default \"%s\")\n", check_policy.c_str(), p->profiles.size(),
-                p->default_profile.c_str());
+    std::printf("%s: OK (%zu profiles, default \"%s\", %zu quotas)\n", check_policy.c_str(),
+                p->profiles.size(), p->default_profile.c_str(), p->quotas.size());
     return 0;
   }
 

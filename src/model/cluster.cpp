@@ -213,6 +213,8 @@ Cluster::Changes Cluster::take_changes() {
   Changes out;
   out.touched.assign(touched_.begin(), touched_.end());
   out.removed = std::move(removed_);
+  out.allocations.assign(allocations_changed_.begin(), allocations_changed_.end());
+  allocations_changed_.clear();
   touched_.clear();
   removed_.clear();
   return out;
@@ -229,6 +231,7 @@ bool Cluster::remove_node(const std::string& name) {
     for (const std::string& uid : pods->second) {
       stranded_.erase(uid);
       allocations_.erase(uid);
+      allocations_changed_.insert(uid);
     }
     pods_by_node_.erase(pods);
   }
@@ -262,6 +265,7 @@ Status Cluster::apply(const Allocation& a, bool allow_fenced) {
   touch(it->second);
   allocations_.emplace(a.pod_uid, a);
   pods_by_node_[a.node].insert(a.pod_uid);
+  allocations_changed_.insert(a.pod_uid);
   return Status::Ok();
 }
 
@@ -284,6 +288,7 @@ bool Cluster::release(const std::string& pod_uid) {
     pods->second.erase(pod_uid);
     if (pods->second.empty()) pods_by_node_.erase(pods);
   }
+  allocations_changed_.insert(pod_uid);
   allocations_.erase(it);
   return true;
 }

@@ -47,7 +47,7 @@ Policy builtin_policy() {
   p.gpu = {{find_strategy("gapless"), 1.0}};
   p.gpu_weight = 0;  // as policies/default.yaml's default profile
   p.keep_best = 8;
-  return Policy{"built-in", {p}, "default"};
+  return Policy{"built-in", {p}, "default", {}};
 }
 
 }  // namespace gapless::placement

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "gapless/placement/demand.h"
 #include "gapless/placement/fit.h"
 
 namespace gapless::placement {
@@ -67,6 +68,11 @@ Scheduler::Scheduler(model::Cluster cluster, Policy policy, SchedulerOptions opt
   cluster_.take_changes();
   fragments_.rebuild(cluster_.nodes());
   summary_.rebuild(cluster_.nodes(), fragments_);
+  quota_usage_.rebuild(cluster_);
+  for (const model::Node* n : cluster_.nodes()) {
+    node_gpus_[n] = static_cast<std::int64_t>(n->gpus.size());
+    cluster_gpus_ += static_cast<std::int64_t>(n->gpus.size());
+  }
   policy_ = load(std::move(policy));
 }
 
@@ -138,17 +144,80 @@ void Scheduler::mix_changed() {
   loaded->cache_mix_version = version;
 }
 
-FilterResult Scheduler::filter(const LoadedPolicy& loaded, const model::GpuRequest& req,
+namespace {
+
+// Every input node (each once) unresolvable for one reason: the pod is over its quota.
+FilterResult refuse_all(const std::vector<std::string>& nodes, std::string why) {
+  FilterResult r;
+  r.reasons.push_back({std::move(why), "over_quota", true});
+  std::unordered_set<std::string> seen;
+  for (const std::string& n : nodes) {
+    if (seen.insert(n).second) r.rejected.push_back({n, 0});
+  }
+  return r;
+}
+
+}  // namespace
+
+FilterResult Scheduler::filter(const LoadedPolicy& loaded, const model::PodInfo& pod,
+                               const model::GpuRequest& req,
                                const std::vector<std::string>& nodes) const {
   std::shared_lock lock(mu_);
   VerdictCache* cache = options_.use_cache ? &loaded.cache : nullptr;
-  return placement::filter(cluster_, req, nodes, cache, options_.check_host);
+  return filter_locked(loaded.policy.quotas, pod, req, nodes, cache);
 }
 
-FilterResult Scheduler::filter(const LoadedPolicy& loaded, const model::GpuRequest& req,
-                               const Profile& profile, const std::vector<std::string>& nodes,
-                               std::uint64_t draw) const {
-  FilterResult r = filter(loaded, req, nodes);
+FilterResult Scheduler::filter_locked(const std::vector<Quota>& quotas, const model::PodInfo& pod,
+                                      const model::GpuRequest& req,
+                                      const std::vector<std::string>& nodes,
+                                      VerdictCache* cache) const {
+  if (!quotas.empty()) {
+    std::string why = over_quota(quotas, quota_view(), pod.ns, quota_demand(req));
+    if (!why.empty()) return refuse_all(nodes, std::move(why));
+  }
+  FilterResult r = placement::filter(cluster_, req, nodes, cache, options_.check_host);
+  if (!quotas.empty()) apply_model_quotas(quotas, pod, req, &r);
+  return r;
+}
+
+void Scheduler::apply_model_quotas(const std::vector<Quota>& quotas, const model::PodInfo& pod,
+                                   const model::GpuRequest& req, FilterResult* r) const {
+  const auto over = models_over_quota(quotas, quota_view(), pod.ns, quota_demand(req));
+  if (over.empty()) return;  // the common case: no per-model work per node
+  std::vector<std::string> passed;
+  for (std::string& name : r->passed) {
+    // The node fails when every model it could serve the pod with is over its limit; a node
+    // with several models may pass, and reserve then checks the GPUs actually picked.
+    const std::string* why = nullptr;
+    bool some_model_ok = false;
+    const model::Node* node = cluster_.find_node(name);
+    static const std::vector<model::Gpu> kNoGpus;
+    for (const model::Gpu& g : node != nullptr ? node->gpus : kNoGpus) {
+      if (!can_serve(g, req)) continue;
+      auto it = over.find(quota_model_key(g.model));
+      if (it == over.end()) {
+        some_model_ok = true;
+        break;
+      }
+      if (why == nullptr) why = &it->second;
+    }
+    if (some_model_ok || why == nullptr) {
+      passed.push_back(std::move(name));
+      continue;
+    }
+    auto it = std::find_if(r->reasons.begin(), r->reasons.end(),
+                           [&](const FilterResult::Reason& x) { return x.text == *why; });
+    if (it == r->reasons.end())
+      it = r->reasons.insert(r->reasons.end(), {*why, "over_quota", true});
+    r->rejected.push_back({std::move(name), static_cast<std::size_t>(it - r->reasons.begin())});
+  }
+  r->passed = std::move(passed);
+}
+
+FilterResult Scheduler::filter(const LoadedPolicy& loaded, const model::PodInfo& pod,
+                               const model::GpuRequest& req, const Profile& profile,
+                               const std::vector<std::string>& nodes, std::uint64_t draw) const {
+  FilterResult r = filter(loaded, pod, req, nodes);
   const auto keep = static_cast<std::size_t>(std::max(profile.keep_best, 0));
   if (keep == 0 || r.passed.size() <= keep) return r;
   narrow(r, keep, score(loaded, req, profile, r.passed, draw));
@@ -184,12 +253,49 @@ Result<model::Allocation> Scheduler::reserve(const model::PodInfo& pod,
   std::unique_lock lock(mu_);
   model::GpuRequest fit = req;
   if (!options_.check_host) fit.host = {};
+  // The quotas in force now (filter may have run under an older policy), against usage that
+  // includes every reservation made since that filter.
+  const auto current = policy();
+  const std::vector<Quota>& quotas = current->policy.quotas;
+  if (!quotas.empty()) {
+    if (std::string why = steer_from_models_over_quota(quotas, pod, node, &fit); !why.empty()) {
+      return Error{why};
+    }
+  }
   auto placed = place(cluster_, fit, profile, pod, node);
   if (!placed) return placed;
+  if (!quotas.empty()) {
+    std::string why =
+        over_quota(quotas, quota_view(), pod.ns, quota_usage(cluster_.find_node(node), *placed));
+    if (!why.empty()) return Error{why};
+  }
   placed->host = req.host;
   if (Status s = cluster_.commit(*placed); !s) return Error{s.error()};
   follow_changes();
   return placed;
+}
+
+std::string Scheduler::steer_from_models_over_quota(const std::vector<Quota>& quotas,
+                                                    const model::PodInfo& pod,
+                                                    const std::string& node_name,
+                                                    model::GpuRequest* fit) const {
+  const auto over = models_over_quota(quotas, quota_view(), pod.ns, quota_demand(*fit));
+  const model::Node* node = cluster_.find_node(node_name);
+  if (over.empty() || node == nullptr) return "";
+  std::vector<std::string> allowed;
+  const std::string* why = nullptr;
+  for (const model::Gpu& g : node->gpus) {
+    if (!can_serve(g, *fit)) continue;
+    if (auto it = over.find(quota_model_key(g.model)); it != over.end()) {
+      if (why == nullptr) why = &it->second;
+    } else if (std::find(allowed.begin(), allowed.end(), g.model) == allowed.end()) {
+      allowed.push_back(g.model);
+    }
+  }
+  if (why == nullptr) return "";  // no GPU of a model over its limit could be picked
+  if (allowed.empty()) return *why;
+  fit->models = std::move(allowed);
+  return "";
 }
 
 bool Scheduler::unreserve(const model::Allocation& reserved) {
@@ -251,9 +357,10 @@ std::vector<NodeExplanation> Scheduler::explain(const model::PodInfo& pod,
   drawn.context.draw = draw;
   model::GpuRequest fit = req;
   if (!options_.check_host) fit.host = {};
+  const auto loaded = policy();
   std::shared_lock lock(mu_);
   // No caches: an explanation must neither read stale entries nor leave any behind.
-  FilterResult filtered = placement::filter(cluster_, req, nodes, nullptr, options_.check_host);
+  FilterResult filtered = filter_locked(loaded->policy.quotas, pod, req, nodes, nullptr);
   std::vector<double> raw = score_nodes(cluster_, req, drawn, nodes, nullptr, options_.check_host);
   // Narrowed as filter(profile) narrows; prioritize then sees the kept nodes only.
   const auto keep = static_cast<std::size_t>(std::max(profile.keep_best, 0));
@@ -314,18 +421,32 @@ void Scheduler::follow_changes() {
   for (const model::Node* gone : changes.removed) {
     fragments_.erase(gone);
     summary_.erase(gone);
-  }
-  for (const std::string& name : changes.touched) {
-    if (const model::Node* n = cluster_.find_node(name)) {
-      fragments_.refresh_node(*n);
-      summary_.refresh_node(*n, fragments_);
+    if (auto it = node_gpus_.find(gone); it != node_gpus_.end()) {
+      cluster_gpus_ -= it->second;
+      node_gpus_.erase(it);
     }
   }
+  for (const std::string& name : changes.touched) {
+    const model::Node* n = cluster_.find_node(name);
+    if (n == nullptr) continue;
+    fragments_.refresh_node(*n);
+    summary_.refresh_node(*n, fragments_);
+    std::int64_t& gpus = node_gpus_[n];
+    cluster_gpus_ += static_cast<std::int64_t>(n->gpus.size()) - gpus;
+    gpus = static_cast<std::int64_t>(n->gpus.size());
+  }
+  for (const std::string& uid : changes.allocations) quota_usage_.refresh(cluster_, uid);
 }
 
 WorkloadMix Scheduler::mix() const {
   std::shared_lock lock(mu_);
   return *mix_;
+}
+
+std::vector<QuotaRow> Scheduler::quota_rows() const {
+  const auto loaded = policy();
+  std::shared_lock lock(mu_);
+  return placement::quota_rows(loaded->policy.quotas, quota_view());
 }
 
 ClusterSummary Scheduler::summary() const {

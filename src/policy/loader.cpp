@@ -1,7 +1,7 @@
 // Policy files (policies/*.yaml) -> placement::Policy. Validation is strict: unknown keys, wrong
 // types and bad values are errors of the form "<source>:<line>: <key path>: <what is wrong>", and
 // nothing thrown by yaml-cpp leaves this file. The accepted format is documented in
-// policies/default.yaml.
+// policies/default.yaml (profiles) and policies/quotas.yaml (quotas, read by quota_reader.cpp).
 #include "gapless/policy/loader.h"
 
 #include <yaml-cpp/yaml.h>
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../common/yaml_load_all.h"
+#include "quota_reader.h"
 #include "yaml_reader.h"
 
 namespace gapless::policy {
@@ -36,7 +37,7 @@ using placement::Profile;
 using placement::Selector;
 using placement::WeightedStrategy;
 
-const Keys kPolicyKeys = {"version", "default", "profiles"};
+const Keys kPolicyKeys = {"version", "default", "profiles", "quotas"};
 const Keys kProfileKeys = {"name", "node", "gpu", "topology", "filter", "select"};
 const Keys kFilterKeys = {"keepBest"};
 const Keys kNodeKeys = {"strategies"};
@@ -201,7 +202,8 @@ class PolicyReader : public detail::YamlReader {
           f->mark(), f->path,
           "no profile named \"" + out->default_profile + "\" (profiles: " + join(names) + ")");
     }
-    return true;
+    f = find_field(fields, "quotas");
+    return f == nullptr || detail::read_quotas(*this, *f, &out->quotas);
   }
 };
 

@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace gapless::server {
 namespace {
@@ -109,6 +110,28 @@ std::vector<MetricFamily> cluster_families(const placement::ClusterSummary& s,
                              "Seconds since the learned workload mix last changed.")),
       nullptr, "", mix.age_seconds);
   return out;
+}
+
+std::vector<MetricFamily> quota_families(const std::vector<placement::QuotaRow>& rows) {
+  if (rows.empty()) return {};
+  MetricFamily used = gauge("gapless_quota_used",
+                            "What a namespace holds against a quota of the policy, by resource "
+                            "(whole_gpus, vram_mib, compute_milli, mig_slices) and GPU model "
+                            "(empty: all models). A quota shared by several namespaces counts "
+                            "their sum against its limit.");
+  MetricFamily limit = gauge("gapless_quota_limit",
+                             "A quota's limit for a namespace, by resource and GPU model; shared "
+                             "quotas repeat theirs on each of their namespaces.");
+  for (const placement::QuotaRow& r : rows) {
+    for (auto [f, v] : {std::pair{&used, r.used}, std::pair{&limit, r.limit}}) {
+      ClientMetric m;
+      m.label = {
+          {"quota", r.quota}, {"namespace", r.ns}, {"resource", r.resource}, {"model", r.model}};
+      m.gauge.value = static_cast<double>(v);
+      f->metric.push_back(std::move(m));
+    }
+  }
+  return {std::move(used), std::move(limit)};
 }
 
 }  // namespace gapless::server

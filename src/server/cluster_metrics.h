@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gapless/placement/cluster_summary.h"
+#include "gapless/placement/quota.h"
 
 namespace gapless::server {
 
@@ -18,5 +19,9 @@ struct MixStatus {
 
 std::vector<prometheus::MetricFamily> cluster_families(const placement::ClusterSummary& s,
                                                        const MixStatus& mix);
+
+// gapless_quota_used and gapless_quota_limit, a series per placement::QuotaRow (labels quota,
+// namespace, resource, model); no families when the policy has no quotas.
+std::vector<prometheus::MetricFamily> quota_families(const std::vector<placement::QuotaRow>& rows);
 
 }  // namespace gapless::server

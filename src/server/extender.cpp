@@ -148,7 +148,8 @@ std::string Extender::filter(std::string_view body) {
   // they take the CPU that GPU pods need next to their GPUs.
   scheduler_.observe(args->pod.info, args->pod.request);
   metrics_.note_mix_version(scheduler_.mix_version());
-  placement::FilterResult r = scheduler_.filter(*loaded, args->pod.request, *profile, args->nodes);
+  placement::FilterResult r =
+      scheduler_.filter(*loaded, args->pod.info, args->pod.request, *profile, args->nodes);
   // Pods without GPUs too: with managedResources empty, kube-scheduler binds them through us.
   pending_.remember(args->pod);
   std::vector<std::size_t> per_reason(r.reasons.size());

@@ -139,7 +139,9 @@ std::string Extender::metrics_text() const {
   metrics_.update_cluster(summary);
   metrics_.note_mix_version(scheduler_.mix_version());
   const MixStatus mix{static_cast<double>(scheduler_.observed()), metrics_.mix_age_seconds()};
-  return metrics_.serialize(cluster_families(summary, mix));
+  std::vector<prometheus::MetricFamily> families = cluster_families(summary, mix);
+  for (auto& f : quota_families(scheduler_.quota_rows())) families.push_back(std::move(f));
+  return metrics_.serialize(std::move(families));
 }
 
 }  // namespace gapless::server

@@ -58,10 +58,13 @@ class Cluster {
 
   // What changed since the last call: the names of nodes added or changed (new generation), each
   // once, and the addresses nodes removed since had (keys for caches keyed by node address; never
-  // dereferenced). For drivers that keep per-node state current (placement::Scheduler).
+  // dereferenced), and the pods whose allocation was committed, restored or released (by
+  // release or with its node), each once. For drivers that keep per-node or per-pod state
+  // current (placement::Scheduler).
   struct Changes {
     std::vector<std::string> touched;
     std::vector<const Node*> removed;
+    std::vector<std::string> allocations;
   };
   Changes take_changes();
 
@@ -85,6 +88,7 @@ class Cluster {
   bool check_host_ = true;
   std::set<std::string> touched_;
   std::vector<const Node*> removed_;
+  std::set<std::string> allocations_changed_;
 };
 
 // Applies `grant`s of `a` to the node's usage counters, or explains why they do not fit.

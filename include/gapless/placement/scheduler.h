@@ -4,6 +4,7 @@
 //   PreFilter      select_profile   which policy profile a pod is judged by
 //   (learning)     observe          counts the pod in the workload mix, once per pod UID
 //   Filter         filter           which candidate nodes can take the pod now, and why not
+//                                   (the policy's namespace quotas included: placement/quota.h)
 //   Score          score            the engine's score per node in [0, 1] (-1: does not fit)
 //   NormalizeScore normalize        those scores -> kube-scheduler's 0..10, best node alone at 10
 //   Reserve        reserve          the GPUs / slices / shares on the chosen node, committed
@@ -31,6 +32,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -113,15 +115,18 @@ class Scheduler {
   void forget(const std::string& pod_uid);
 
   // --- the stages ---------------------------------------------------------------------------
-  FilterResult filter(const LoadedPolicy& loaded, const model::GpuRequest& req,
-                      const std::vector<std::string>& nodes) const;
+  // A pod its namespace's quota refuses is unresolvable on every node (evicting other tenants'
+  // pods cannot help), with the quota named in the reason; per-model limits refuse the nodes
+  // whose GPUs the pod could use are all of models over their limit.
+  FilterResult filter(const LoadedPolicy& loaded, const model::PodInfo& pod,
+                      const model::GpuRequest& req, const std::vector<std::string>& nodes) const;
   // Filter as the profile asks: the above, then, when the profile's keep_best is set and more
   // nodes pass, only the keep_best best-scored of them stay (score, then tie_break_rank, as
   // normalize ranks them); the others move to the rejected list with an unresolvable reason.
   // Their scores land in the verdict cache, so the prioritize that follows costs little.
-  FilterResult filter(const LoadedPolicy& loaded, const model::GpuRequest& req,
-                      const Profile& profile, const std::vector<std::string>& nodes,
-                      std::uint64_t draw = 0) const;
+  FilterResult filter(const LoadedPolicy& loaded, const model::PodInfo& pod,
+                      const model::GpuRequest& req, const Profile& profile,
+                      const std::vector<std::string>& nodes, std::uint64_t draw = 0) const;
   // `draw` feeds strategies that use one (random); give a new value per pod.
   std::vector<double> score(const LoadedPolicy& loaded, const model::GpuRequest& req,
                             const Profile& profile, const std::vector<std::string>& nodes,
@@ -130,8 +135,9 @@ class Scheduler {
   static std::vector<int> normalize(const std::vector<std::string>& nodes,
                                     const std::vector<double>& raw);
   // Picks what the pod gets on `node` under `profile` and commits it (the request's CPU and
-  // memory included). Fails, model unchanged, when it does not fit now or the pod already
-  // holds an allocation.
+  // memory included). Fails, model unchanged, when it does not fit now, the pod already holds
+  // an allocation, or what it would get puts its namespace over a quota of the current policy
+  // (two pods of one tenant that both passed filter: the second is refused here).
   Result<model::Allocation> reserve(const model::PodInfo& pod, const model::GpuRequest& req,
                                     const Profile& profile, const std::string& node);
   // Releases the pod's allocation if it is still exactly `reserved` (an informer may have
@@ -170,6 +176,9 @@ class Scheduler {
   // Changes (only) whenever the mix does; cheap (an atomic load, no lock).
   std::uint64_t mix_version() const { return mix_version_.load(); }
 
+  // Usage and limits of the current policy's quotas, per namespace (for metrics).
+  std::vector<QuotaRow> quota_rows() const;
+
   // The operators' view of the model under the current mix (placement::summarize), kept current
   // as the model changes (LiveSummary): O(GPU models + MIG profiles) to read.
   ClusterSummary summary() const;
@@ -179,6 +188,21 @@ class Scheduler {
   std::shared_ptr<const LoadedPolicy> load(Policy policy) const;
   // REQUIRES: write lock. Keeps the fragment cache current with the model's changes.
   void follow_changes();
+  // REQUIRES: read lock. The quota check's inputs.
+  QuotaView quota_view() const { return QuotaView{quota_usage_, cluster_gpus_}; }
+  // REQUIRES: read lock. The Filter stage under these quotas.
+  FilterResult filter_locked(const std::vector<Quota>& quotas, const model::PodInfo& pod,
+                             const model::GpuRequest& req, const std::vector<std::string>& nodes,
+                             VerdictCache* cache) const;
+  // REQUIRES: read lock. Rejects the passed nodes per-model quota limits refuse.
+  void apply_model_quotas(const std::vector<Quota>& quotas, const model::PodInfo& pod,
+                          const model::GpuRequest& req, FilterResult* r) const;
+  // REQUIRES: read lock. Narrows fit->models to the node's models that `pod` may still use
+  // under per-model limits, so the pick on a node of several models avoids those over their
+  // limit; returns the reason when no usable model is left.
+  std::string steer_from_models_over_quota(const std::vector<Quota>& quotas,
+                                           const model::PodInfo& pod, const std::string& node_name,
+                                           model::GpuRequest* fit) const;
   // REQUIRES: write lock. The mix changed: rebuild what depends on it.
   void mix_changed();
 
@@ -189,6 +213,11 @@ class Scheduler {
   const WorkloadMix* mix_;  // learner_.mix() or options_.fixed_mix
   FragmentCache fragments_;
   LiveSummary summary_;  // follows fragments_
+  // Per-namespace usage for quotas, and the GPUs in the model (per node, by node address as in
+  // Cluster::Changes::removed, and in all): kept current by follow_changes.
+  QuotaLedger quota_usage_;
+  std::unordered_map<const model::Node*, std::int64_t> node_gpus_;
+  std::int64_t cluster_gpus_ = 0;
   std::atomic<std::uint64_t> mix_version_{1};
   // UIDs already counted, oldest first, bounded (pods filtered and never bound fall out).
   std::unordered_set<std::string> seen_;
