@@ -133,10 +133,25 @@ std::vector<int> Scheduler::normalize(const std::vector<std::string>& nodes,
 Result<model::Allocation> Scheduler::reserve(const model::PodInfo& pod,
                                              const model::GpuRequest& req, const Profile& profile,
                                              const std::string& node) {
+  return reserve(pod, req, profile, node, {});
+}
+
+Result<model::Allocation> Scheduler::reserve(const model::PodInfo& pod,
+                                             const model::GpuRequest& req, const Profile& profile,
+                                             const std::string& node,
+                                             const std::vector<model::Allocation>& held) {
   std::unique_lock lock(mu_);
+  // Counted only while this choice is made, under the same lock: nobody sees them.
+  std::vector<std::string> borrowed;
+  for (const model::Allocation& a : held) {
+    if (a.pod_uid == pod.uid || cluster_.allocation(a.pod_uid) != nullptr) continue;
+    if (cluster_.restore(a)) borrowed.push_back(a.pod_uid);
+  }
   model::GpuRequest fit = req;
   if (!options_.check_host) fit.host = {};
   auto placed = place(cluster_, fit, profile, pod, node);
+  for (const std::string& uid : borrowed) cluster_.release(uid);
+  if (!borrowed.empty()) follow_changes();
   if (!placed) return placed;
   placed->host = req.host;
   if (Status s = cluster_.commit(*placed); !s) return Error{s.error()};
