@@ -254,4 +254,33 @@ TEST_CASE("failover: the standby serves at once, with the leader's model", "[ser
   std::printf("failover: the standby bound a pod %.1f ms after the leader stopped\n", took.count());
   CHECK(booking(server, {next}).bound == 1);
 }
+TEST_CASE("a claim that cannot be written fails the bind; a failed Binding takes its claim back",
+          "[server][ha]") {
+  test::FakeApiServer server;
+  server.load({k8s::testing::topology_node("n1", kGpus)}, {});
+  test::KubeExtender a(server, "replica-a");
+  REQUIRE(a.wait([&] { return a.extender().ready(); }));
+  const json pod = gpu_pod("p", 2);
+  server.add_pod(pod);
+  const std::string claims_path = "/api/v1/namespaces/gapless-system/configmaps";
+
+  SECTION("the API server refuses the claim: nothing is bound, nothing reserved") {
+    server.fail_next("GET", claims_path, 1, 500, "etcd unavailable");
+    CHECK_THAT(schedule(a, pod), Catch::Contains("etcd unavailable"));
+    CHECK(server.bindings().empty());
+    CHECK(a.allocations() == 0);
+    CHECK_THAT(a.extender().metrics_text(),
+               Catch::Contains("gapless_binds_total{outcome=\"error\"} 1"));
+    CHECK(schedule(a, pod) == "");  // kube-scheduler's retry goes through
+  }
+  SECTION("the Binding fails after the claim: the claim is removed again") {
+    server.fail_next("POST", "/api/v1/namespaces/ml/pods/p/binding", 1, 500, "injected");
+    CHECK_THAT(schedule(a, pod), Catch::Contains("injected"));
+    CHECK(a.allocations() == 0);
+    auto cm = server.config_map("gapless-system", "gapless-claims-n1");
+    REQUIRE(cm);
+    CHECK(cm->at("data").at("claims") == "[]");
+  }
+}
+
 #endif
