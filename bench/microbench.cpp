@@ -8,6 +8,7 @@
 //   gapless-microbench --nodes 1000 --modes http --attack 200,50   # issue 17: under attack
 //   gapless-microbench --parse 100000,200000                       # issue 17: parse time
 //   gapless-microbench --nodes 10000 --modes metrics    # one GET /metrics's work, per scrape
+//   gapless-microbench --nodes 5000 --modes rebuild     # restart: lists -> model (10 pods/node)
 //
 // Modes: engine (in-process, no JSON, with and without the verdict cache), http (nodeCache:
 // NodeNames), http-full (full-node: Node objects in every request), metrics
@@ -28,6 +29,7 @@
 #include "gapless/server/extender.h"
 #include "latency_runs.h"
 #include "pod_stream.h"
+#include "rebuild.h"
 #include "synthetic_cluster.h"
 
 using namespace gapless;
@@ -128,6 +130,17 @@ bench::LatencyRun run_scrapes(int nodes, double fill, int scrapes) {
   return run;
 }
 
+// One line, outside the latency table's columns: a rebuild is one event, not a stream of calls.
+void print_rebuild(const bench::RebuildRun& r) {
+  const double ms = (r.parse_s + r.apply_s) * 1e3;
+  std::printf(
+      "| %d | rebuild (%zu pods, %.0f MB of lists; %zu of %zu GPU allocations restored) | "
+      "1 | parse %.2f s + apply %.2f s; node relist after %.2f s | 1 | %.0f | %.0f | %.0f "
+      "| |\n",
+      r.nodes, r.pods, static_cast<double>(r.list_bytes) / 1e6, r.restored, r.expected, r.parse_s,
+      r.apply_s, r.relist_s, ms, ms, ms);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -140,11 +153,13 @@ int main(int argc, char** argv) {
   double fill = 0.5;
   bool baseline = true;
   app.add_option("--nodes", sizes, "cluster sizes (8 GPUs per node)")->delimiter(',');
-  app.add_option("--modes", modes, "engine, http, http-full, metrics")->delimiter(',');
+  app.add_option("--modes", modes, "engine, http, http-full, metrics, rebuild")->delimiter(',');
   app.add_option("--pods", pods, "pods in the stream (engine, http)");
   app.add_option("--full-pods", full_pods, "pods in the stream for http-full (slow: MBs per call)");
   app.add_option("--clients", clients, "concurrent HTTP clients");
   app.add_option("--fill", fill, "fraction of GPUs taken before the stream starts");
+  int pods_per_node = 10;
+  app.add_option("--pods-per-node", pods_per_node, "rebuild: pods per node in the PodList");
   app.add_flag("!--no-baseline", baseline, "engine: skip the run without the verdict cache");
   std::vector<int> attack;
   app.add_option("--attack", attack,
@@ -182,6 +197,8 @@ int main(int argc, char** argv) {
         }
         o.cache = true;
         print_run(n, bench::run_engine(stream, o), 1);
+      } else if (mode == "rebuild") {
+        print_rebuild(bench::run_rebuild(n, pods_per_node));
       } else if (mode == "metrics") {
         print_run(n, run_scrapes(n, fill, 20), 1);
       } else if (mode == "http" || mode == "http-full") {

@@ -7,7 +7,9 @@
 namespace gapless::model {
 namespace {
 
-Error fail(const std::string& msg) { return Error{msg}; }
+Error fail(const std::string& msg) {
+  return Error{msg};
+}
 
 int whole_gpus(const Allocation& a) {
   return static_cast<int>(
@@ -176,17 +178,15 @@ void Cluster::upsert_node(Node node) {
   }
   // Re-apply what pods already hold, in UID order so the outcome does not depend on hashing.
   std::vector<const Allocation*> held;
-  for (const auto& [uid, a] : allocations_) {
-    if (a.node == node.name) held.push_back(&a);
+  if (auto pods = pods_by_node_.find(node.name); pods != pods_by_node_.end()) {
+    for (const std::string& uid : pods->second) held.push_back(&allocations_.at(uid));
   }
-  std::sort(held.begin(), held.end(),
-            [](const Allocation* x, const Allocation* y) { return x->pod_uid < y->pod_uid; });
   for (const Allocation* a : held) {
     stranded_.erase(a->pod_uid);
     if (Status s = apply_allocation(node, *a, check_host_); !s) {
       stranded_.insert(a->pod_uid);
-      node.fence_reason = "the node's new inventory no longer holds the GPUs of pod " +
-                          a->pod_ns + "/" + a->pod_name + " (" + s.error() + ")";
+      node.fence_reason = "the node's new inventory no longer holds the GPUs of pod " + a->pod_ns +
+                          "/" + a->pod_name + " (" + s.error() + ")";
     }
   }
   if (auto old = nodes_.find(node.name); old != nodes_.end()) {
@@ -225,11 +225,13 @@ bool Cluster::remove_node(const std::string& name) {
   removed_.push_back(&it->second);
   touched_.erase(name);
   nodes_.erase(it);
-  std::erase_if(allocations_, [&](const auto& kv) {
-    if (kv.second.node != name) return false;
-    stranded_.erase(kv.first);
-    return true;
-  });
+  if (auto pods = pods_by_node_.find(name); pods != pods_by_node_.end()) {
+    for (const std::string& uid : pods->second) {
+      stranded_.erase(uid);
+      allocations_.erase(uid);
+    }
+    pods_by_node_.erase(pods);
+  }
   return true;
 }
 
@@ -259,11 +261,16 @@ Status Cluster::apply(const Allocation& a, bool allow_fenced) {
   if (Status s = apply_allocation(it->second, a, check_host_); !s) return s;
   touch(it->second);
   allocations_.emplace(a.pod_uid, a);
+  pods_by_node_[a.node].insert(a.pod_uid);
   return Status::Ok();
 }
 
-Status Cluster::commit(const Allocation& a) { return apply(a, false); }
-Status Cluster::restore(const Allocation& a) { return apply(a, true); }
+Status Cluster::commit(const Allocation& a) {
+  return apply(a, false);
+}
+Status Cluster::restore(const Allocation& a) {
+  return apply(a, true);
+}
 
 bool Cluster::release(const std::string& pod_uid) {
   auto it = allocations_.find(pod_uid);
@@ -272,6 +279,10 @@ bool Cluster::release(const std::string& pod_uid) {
   if (n != nodes_.end()) {
     if (stranded_.erase(pod_uid) == 0) unapply_allocation(n->second, it->second);
     touch(n->second);
+  }
+  if (auto pods = pods_by_node_.find(it->second.node); pods != pods_by_node_.end()) {
+    pods->second.erase(pod_uid);
+    if (pods->second.empty()) pods_by_node_.erase(pods);
   }
   allocations_.erase(it);
   return true;

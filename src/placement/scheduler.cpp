@@ -30,6 +30,7 @@ Scheduler::Scheduler(model::Cluster cluster, Policy policy, SchedulerOptions opt
   cluster_.set_check_host(options_.check_host);
   cluster_.take_changes();
   fragments_.rebuild(cluster_.nodes());
+  summary_.rebuild(cluster_.nodes(), fragments_);
   policy_ = load(std::move(policy));
 }
 
@@ -94,6 +95,7 @@ void Scheduler::forget(const std::string& pod_uid) {
 
 void Scheduler::mix_changed() {
   fragments_.rebuild(cluster_.nodes());
+  summary_.rebuild(cluster_.nodes(), fragments_);
   const std::uint64_t version = ++mix_version_;
   auto loaded = policy();
   loaded->cache.clear();
@@ -261,9 +263,15 @@ void Scheduler::read(const std::function<void(const model::Cluster&)>& f) const 
 
 void Scheduler::follow_changes() {
   model::Cluster::Changes changes = cluster_.take_changes();
-  for (const model::Node* gone : changes.removed) fragments_.erase(gone);
+  for (const model::Node* gone : changes.removed) {
+    fragments_.erase(gone);
+    summary_.erase(gone);
+  }
   for (const std::string& name : changes.touched) {
-    if (const model::Node* n = cluster_.find_node(name)) fragments_.refresh_node(*n);
+    if (const model::Node* n = cluster_.find_node(name)) {
+      fragments_.refresh_node(*n);
+      summary_.refresh_node(*n, fragments_);
+    }
   }
 }
 
@@ -274,7 +282,7 @@ WorkloadMix Scheduler::mix() const {
 
 ClusterSummary Scheduler::summary() const {
   std::shared_lock lock(mu_);
-  return summarize(cluster_.nodes(), fragments_);
+  return summary_.total();
 }
 
 std::size_t Scheduler::observed() const {

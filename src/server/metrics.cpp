@@ -138,35 +138,18 @@ void Metrics::count_overload(const std::string& route) {
   overloads_.Add({{"route", route}}).Increment();
 }
 
-void Metrics::update_cluster(const model::Cluster& cluster) {
-  double healthy = 0, unhealthy = 0, whole = 0, shared = 0, mig = 0, vram = 0;
-  double ready = 0, fenced = 0;
-  std::map<std::string, double> mig_free;
-  for (const model::Node* n : cluster.nodes()) {
-    (n->fenced() ? fenced : ready) += 1;
-    for (const model::Gpu& g : n->gpus) {
-      (g.healthy ? healthy : unhealthy) += 1;
-      const model::GpuUsage& u = g.used;
-      if (u.whole) whole += 1;
-      if (u.shared_pods > 0 || u.gpushare_used > 0) shared += 1;
-      if (u.mig_slices_used != 0) mig += 1;
-      vram += static_cast<double>(u.memory_used_mib) * 1024 * 1024;
-      for (std::size_t i = 0; i < g.mig.instances.size(); ++i) {
-        const bool used = i < u.mig_instance_used.size() && u.mig_instance_used[i];
-        mig_free[g.mig.instances[i].profile] += used ? 0 : 1;
-      }
-    }
-    for (const auto& [profile, pool] : n->mig_pool) mig_free[profile] += pool.total - pool.used;
+void Metrics::update_cluster(const placement::ClusterSummary& s) {
+  gpus_.Add({{"health", "healthy"}}).Set(s.gpus_healthy);
+  gpus_.Add({{"health", "unhealthy"}}).Set(s.gpus_unhealthy);
+  gpus_in_use_.Add({{"how", "whole"}}).Set(s.gpus_in_use_whole);
+  gpus_in_use_.Add({{"how", "shared"}}).Set(s.gpus_in_use_shared);
+  gpus_in_use_.Add({{"how", "mig"}}).Set(s.gpus_in_use_mig);
+  vram_allocated_.Add({}).Set(s.vram_allocated_bytes);
+  nodes_.Add({{"state", "ready"}}).Set(s.nodes_ready);
+  nodes_.Add({{"state", "fenced"}}).Set(s.nodes_fenced);
+  for (const auto& [profile, m] : s.mig) {
+    mig_free_.Add({{"profile", profile}}).Set(m.capacity - m.allocated);
   }
-  gpus_.Add({{"health", "healthy"}}).Set(healthy);
-  gpus_.Add({{"health", "unhealthy"}}).Set(unhealthy);
-  gpus_in_use_.Add({{"how", "whole"}}).Set(whole);
-  gpus_in_use_.Add({{"how", "shared"}}).Set(shared);
-  gpus_in_use_.Add({{"how", "mig"}}).Set(mig);
-  vram_allocated_.Add({}).Set(vram);
-  nodes_.Add({{"state", "ready"}}).Set(ready);
-  nodes_.Add({{"state", "fenced"}}).Set(fenced);
-  for (const auto& [profile, free] : mig_free) mig_free_.Add({{"profile", profile}}).Set(free);
 }
 
 std::string Metrics::serialize(std::vector<prometheus::MetricFamily> extra) const {

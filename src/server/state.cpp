@@ -134,10 +134,12 @@ std::string Extender::debug_state() const {
 }
 
 std::string Extender::metrics_text() const {
-  scheduler_.read([&](const model::Cluster& cluster) { metrics_.update_cluster(cluster); });
+  // Both read the scheduler's live summary: a scrape never walks the model (issue 13).
+  placement::ClusterSummary summary = scheduler_.summary();
+  metrics_.update_cluster(summary);
   metrics_.note_mix_version(scheduler_.mix_version());
   const MixStatus mix{static_cast<double>(scheduler_.observed()), metrics_.mix_age_seconds()};
-  return metrics_.serialize(cluster_families(scheduler_.summary(), mix));
+  return metrics_.serialize(cluster_families(summary, mix));
 }
 
 }  // namespace gapless::server

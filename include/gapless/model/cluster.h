@@ -73,6 +73,9 @@ class Cluster {
   // Hashed: filter looks up every candidate name of every pod.
   std::unordered_map<std::string, Node> nodes_;
   std::unordered_map<std::string, Allocation> allocations_;
+  // Pod UIDs per node, sorted: upsert_node re-applies a node's pods without scanning every
+  // allocation (a rebuild from N nodes and P pods stays O(N + P), not O(N x P)).
+  std::unordered_map<std::string, std::set<std::string>> pods_by_node_;
   // Allocations kept (their GPUs are not freed) but not applied to usage, because the node's
   // inventory changed under them; their node is fenced.
   std::set<std::string> stranded_;

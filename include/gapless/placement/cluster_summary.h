@@ -3,8 +3,9 @@
 // and the largest free NVLink-connected GPU set per node. Plain data for the metrics driver; the
 // engine knows nothing of how it is exported.
 //
-// Thread-safety: summarize() only reads; the caller holds at least a shared lock on the model
-// and the fragment cache (Scheduler::summary does).
+// Thread-safety: summarize() and LiveSummary's methods only read the nodes and the fragment cache;
+// the caller holds a lock on them (Scheduler does: the write lock to keep a LiveSummary current,
+// the shared lock to read it).
 #pragma once
 
 #include <array>
@@ -13,6 +14,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <unordered_map>
 
 #include "gapless/model/node.h"
 #include "gapless/placement/fragmentation.h"
@@ -37,11 +39,13 @@ struct ModelSummary {
   // whose vRAM is: capacity no further share can use.
   double shared_memory_stranded_bytes = 0;
   double shared_compute_stranded_milli = 0;
+  bool operator==(const ModelSummary&) const = default;
 };
 
 struct MigSummary {
   double capacity = 0;   // instances (static layouts and MIG pools)
   double allocated = 0;  // of those, in use
+  bool operator==(const MigSummary&) const = default;
 };
 
 // Nodes by the size of their largest free NVLink-connected GPU set: index k <= kMaxSetBucket
@@ -49,15 +53,43 @@ struct MigSummary {
 inline constexpr std::size_t kMaxSetBucket = 8;
 
 struct ClusterSummary {
+  // Whole-cluster counts: GPUs by health, GPUs in use by how (a GPU with shares counts as
+  // shared, one with a MIG instance in use as mig), vRAM handed out as shares, nodes by state.
+  double gpus_healthy = 0, gpus_unhealthy = 0;
+  double gpus_in_use_whole = 0, gpus_in_use_shared = 0, gpus_in_use_mig = 0;
+  double vram_allocated_bytes = 0;
+  double nodes_ready = 0, nodes_fenced = 0;
   std::map<std::string, ModelSummary> models;  // by GPU model ("" when the inventory says none)
   std::map<std::string, MigSummary> mig;       // by MIG profile
   std::array<std::uint64_t, kMaxSetBucket + 2> largest_free_nvlink_set{};
   double largest_free_nvlink_set_sum = 0;  // of the sizes, over all nodes
+  bool operator==(const ClusterSummary&) const = default;
 };
 
 // One pass over the nodes; F_n(M) and stranding come from the cache (kept current by its owner),
-// so a summary costs O(GPUs) plus one small clique search per node.
+// so a summary costs O(GPUs) plus one small clique search per node. F_n(M) and stranding are
+// rounded to 1/1024 milli-GPU per node, so that every sum here is exact in a double and a
+// LiveSummary, which adds and subtracts nodes, stays equal to a fresh summarize().
 ClusterSummary summarize(std::span<const model::Node* const> nodes, const FragmentCache& fragments);
+
+// The summary kept current node by node: a scrape reads it in O(GPU models + MIG profiles)
+// instead of walking every GPU (issue 13: 12 ms per scrape at 10,000 nodes). Each change costs
+// one node's summary. Nodes are keys only in erase(), never dereferenced there.
+class LiveSummary {
+ public:
+  // Recomputes every node (the mix changed, so every node's F_n(M) did).
+  void rebuild(std::span<const model::Node* const> nodes, const FragmentCache& fragments);
+  // Recomputes one node added or changed since.
+  void refresh_node(const model::Node& node, const FragmentCache& fragments);
+  // Takes out a node that left the cluster.
+  void erase(const model::Node* node);
+  // Equal to summarize() over the nodes it was given.
+  const ClusterSummary& total() const { return total_; }
+
+ private:
+  std::unordered_map<const model::Node*, ClusterSummary> per_node_;
+  ClusterSummary total_;
+};
 
 // The size of the largest set of free, healthy GPUs of the node whose pairs are all NVLink
 // (1 when a GPU is free but has no NVLink peer free; 0 when none is free or the node is fenced).

@@ -162,8 +162,8 @@ class Scheduler {
   // Changes (only) whenever the mix does; cheap (an atomic load, no lock).
   std::uint64_t mix_version() const { return mix_version_.load(); }
 
-  // The operators' view of the model under the current mix (placement::summarize), computed
-  // under the read lock from the fragment cache: O(GPUs), no F_n(M) recomputed.
+  // The operators' view of the model under the current mix (placement::summarize), kept current
+  // as the model changes (LiveSummary): O(GPU models + MIG profiles) to read.
   ClusterSummary summary() const;
 
  private:
@@ -180,6 +180,7 @@ class Scheduler {
   WorkloadLearner learner_;
   const WorkloadMix* mix_;  // learner_.mix() or options_.fixed_mix
   FragmentCache fragments_;
+  LiveSummary summary_;  // follows fragments_
   std::atomic<std::uint64_t> mix_version_{1};
   // UIDs already counted, oldest first, bounded (pods filtered and never bound fall out).
   std::unordered_set<std::string> seen_;

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "gapless/model/cluster.h"
+#include "gapless/placement/cluster_summary.h"
 
 namespace gapless::server {
 
@@ -52,8 +52,8 @@ class Metrics {
   void note_mix_version(std::uint64_t version);
   double mix_age_seconds() const;
 
-  // Refreshes the cluster gauges from the model. REQUIRES: caller holds the model's lock.
-  void update_cluster(const model::Cluster& cluster);
+  // Refreshes the cluster gauges from the scheduler's live summary (no walk over the model).
+  void update_cluster(const placement::ClusterSummary& summary);
 
   // Text exposition format (prometheus::TextSerializer), with `extra` families (built at scrape
   // time by the caller) after the registry's.
