@@ -149,6 +149,7 @@ Result<model::Allocation> Scheduler::reserve(const model::PodInfo& pod,
     if (a.pod_uid == pod.uid || cluster_.allocation(a.pod_uid) != nullptr) continue;
     if (cluster_.restore(a)) borrowed.push_back(a.pod_uid);
   }
+  if (!borrowed.empty()) follow_changes();  // strategies read the node's cached measures
   model::GpuRequest fit = req;
   if (!options_.check_host) fit.host = {};
   auto placed = place(cluster_, fit, profile, pod, node);
