@@ -1,21 +1,23 @@
 // gapless-extender: the scheduler-extender webhook.
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
-#include <memory>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
 #include <optional>
 #include <thread>
 
 #include "demo_cluster.h"
 #include "gapless/k8s/api_client.h"
-#include "kube_source.h"
 #include "gapless/k8s/cluster_file.h"
 #include "gapless/policy/loader.h"
 #include "gapless/server/http_server.h"
 #include "gapless/server/log.h"
 #include "gapless/server/policy_watch.h"
+#include "kube_source.h"
 
 using namespace gapless;
 
@@ -35,6 +37,27 @@ bool split_listen(const std::string& listen, std::string* host, int* port) {
   } catch (...) {
     return false;
   }
+}
+
+std::string env_or(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+// Where the claim ConfigMaps live: the pod's own namespace (downward API, or the
+// ServiceAccount's), as RBAC grants ConfigMap writes there only.
+std::string default_namespace() {
+  std::string ns;
+  std::ifstream in("/var/run/secrets/kubernetes.io/serviceaccount/namespace");
+  if (!(in >> ns) || ns.empty()) ns = "gapless-system";
+  return env_or("POD_NAMESPACE", ns);
+}
+
+std::string replica_name() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
+    return env_or("POD_NAME", "gapless");
+  return env_or("POD_NAME", host);
 }
 
 }  // namespace
@@ -60,17 +83,22 @@ int main(int argc, char** argv) {
   std::string tls_key;
   std::string client_ca;
   bool version = false;
+  k8s::ClaimOptions claims;
+  claims.ns = default_namespace();
+  claims.holder = replica_name();
   app.add_option("--listen", listen, "HOST:PORT to serve on")->capture_default_str();
   app.add_option("--url-prefix", prefix, "path prefix of the extender verbs (urlPrefix's path)");
   app.add_option("--policy", policy_file, "policy YAML (default: built-in bundle policy)");
-  app.add_option("--cluster", cluster_file,
-                 "static inventory: NodeList (+ PodList) JSON/YAML (default: built-in demo cluster)");
+  app.add_option(
+      "--cluster", cluster_file,
+      "static inventory: NodeList (+ PodList) JSON/YAML (default: built-in demo cluster)");
   app.add_option("--kubeconfig", kubeconfig,
                  "watch a cluster through this kubeconfig (default: in-cluster config when "
                  "KUBERNETES_SERVICE_HOST is set and --cluster is not given)");
   app.add_option("--context", context, "kubeconfig context (default: current-context)");
   app.add_option("--check-policy", check_policy, "validate a policy file and exit");
-  app.add_option("--max-body-bytes", max_body, "largest request body accepted")->capture_default_str();
+  app.add_option("--max-body-bytes", max_body, "largest request body accepted")
+      ->capture_default_str();
   app.add_option("--read-timeout", read_timeout,
                  "seconds one socket read may wait (request, TLS handshake)")
       ->check(CLI::Range(1, 86400))
@@ -103,6 +131,14 @@ int main(int argc, char** argv) {
   app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert");
   app.add_option("--client-ca", client_ca,
                  "require client certificates verified by this PEM CA bundle (needs --tls-cert)");
+  app.add_option("--claims-namespace", claims.ns,
+                 "namespace of the per-node claim ConfigMaps (default: $POD_NAMESPACE, else the "
+                 "ServiceAccount's namespace, else gapless-system)")
+      ->capture_default_str();
+  app.add_option("--replica-name", claims.holder,
+                 "this replica's name in claims, unique among replicas (default: $POD_NAME, else "
+                 "the host name)")
+      ->capture_default_str();
   app.add_flag("--version", version, "print the version and exit");
   CLI11_PARSE(app, argc, argv);
 
@@ -142,14 +178,14 @@ int main(int argc, char** argv) {
   std::vector<k8s::ParsedPod> file_pods;  // learned from at start (kube mode: the informer)
   std::string source;
   if (kube_mode) {
-    auto config = kubeconfig.empty() ? k8s::in_cluster_config()
-                                     : k8s::kubeconfig_config(kubeconfig, context);
+    auto config =
+        kubeconfig.empty() ? k8s::in_cluster_config() : k8s::kubeconfig_config(kubeconfig, context);
     if (!config) {
       server::log_error("refusing to start: " + config.error());
       return 1;
     }
     source = "the Kubernetes API at " + config->server;
-    kube = std::make_unique<KubeSource>(std::move(*config));
+    kube = std::make_unique<KubeSource>(std::move(*config), claims);
   } else {
     auto loaded = cluster_file.empty()
                       ? k8s::parse_cluster_file(gapless_demo_cluster(), "built-in demo cluster")

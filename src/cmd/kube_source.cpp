@@ -17,10 +17,14 @@ k8s::BindEvents bind_events() {
 
 }  // namespace
 
-KubeSource::KubeSource(k8s::ClientConfig config)
-    : api_(std::move(config)), binder_(api_, "gapless-extender", bind_events()) {}
+KubeSource::KubeSource(k8s::ClientConfig config, k8s::ClaimOptions claims)
+    : api_(std::move(config)),
+      binder_(api_, "gapless-extender", bind_events()),
+      claims_(api_, std::move(claims)) {}
 
-KubeSource::~KubeSource() { stop(); }
+KubeSource::~KubeSource() {
+  stop();
+}
 
 void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
   k8s::ClusterSyncHooks hooks = extender.sync_hooks();
@@ -31,16 +35,22 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
     if (slash != std::string::npos) {
       binder_.warn_fenced(pod.substr(0, slash), pod.substr(slash + 1), node, why);
     }
-    server::log_error("allocation record of pod " + pod + " cannot be used (" + why +
-                      "); node " + node + " is fenced until it is fixed");
+    server::log_error("allocation record of pod " + pod + " cannot be used (" + why + "); node " +
+                      node + " is fenced until it is fixed");
   };
   // ClusterSync logs the lift itself (hooks.log); only count it here.
   hooks.on_fence_lifted = [&metrics](const std::string&, const std::string&) {
     metrics.count_fence_lifted();
   };
+  hooks.on_reservation_dropped = [&metrics](const std::string& pod, const std::string& node,
+                                            const std::string& why) {
+    metrics.count_reservation_dropped();
+    server::log_warn("reservation of pod " + pod + " on node " + node + " dropped: " + why);
+  };
   hooks.log = [](const std::string& m) { server::log_info(m); };
   sync_ = std::make_unique<k8s::ClusterSync>(std::move(hooks));
   extender.set_readiness([this] { return synced(); });
+  extender.set_claims(&claims_);
 
   auto on_error = [](const std::string& what) { server::log_warn(what); };
   k8s::InformerHandlers node_handlers = sync_->node_handlers();
@@ -58,7 +68,8 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
   nodes_thread_ = std::thread([this] { nodes_->run(); });
   pods_thread_ = std::thread([this] {
     // Pods after nodes: a record restored before its node exists would look corrupt.
-    while (!stopping_ && !nodes_->synced()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    while (!stopping_ && !nodes_->synced())
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (!stopping_) pods_->run();
   });
 }

@@ -1,5 +1,6 @@
 // Kubernetes mode of gapless-extender: the API client, the binder that writes Bindings, and the
-// node and pod informers feeding the model. Nodes are listed before pods, so every allocation
+// node and pod informers feeding the model, the claims that keep replicas from binding the same
+// GPUs. Nodes are listed before pods, so every allocation
 // record finds its node when it is restored.
 #pragma once
 
@@ -12,16 +13,19 @@
 #include "gapless/k8s/cluster_sync.h"
 #include "gapless/k8s/informer.h"
 #include "gapless/k8s/kube_binder.h"
+#include "gapless/k8s/node_claims.h"
 #include "gapless/server/extender.h"
 #include "gapless/server/metrics.h"
 
 class KubeSource {
  public:
-  explicit KubeSource(gapless::k8s::ClientConfig config);
+  // `claims`: where this replica claims GPUs before binding (README "High availability").
+  KubeSource(gapless::k8s::ClientConfig config, gapless::k8s::ClaimOptions claims);
   ~KubeSource();  // stops and joins the informers
 
   gapless::k8s::Binder& binder() { return binder_; }
-  // Starts the informers feeding `extender`, and makes it ready once both lists are applied.
+  // Starts the informers feeding `extender`, makes it ready once both lists are applied, and
+  // makes its binds claim their GPUs first.
   void start(gapless::server::Extender& extender, gapless::server::Metrics& metrics);
   bool synced() const { return sync_ && sync_->synced(); }
   void stop();
@@ -29,6 +33,7 @@ class KubeSource {
  private:
   gapless::k8s::ApiClient api_;
   gapless::k8s::KubeBinder binder_;
+  gapless::k8s::KubeNodeClaims claims_;
   std::unique_ptr<gapless::k8s::ClusterSync> sync_;
   std::unique_ptr<gapless::k8s::Informer> nodes_;
   std::unique_ptr<gapless::k8s::Informer> pods_;

@@ -25,6 +25,7 @@ struct ClusterSync::Outbox {
     std::string node, why;
   };
   std::vector<Lifted> lifted;
+  std::vector<Bad> dropped;  // reservations that lost to a record
 };
 
 namespace {
@@ -42,6 +43,11 @@ std::string node_name(const json& node) {
   return meta != nullptr ? string_field(*meta, "name") : std::string();
 }
 
+// The same GPUs, shares and MIG slices (host resources are the pod's, whoever counted them).
+bool same_grants(const model::Allocation& a, const model::Allocation& b) {
+  return a.node == b.node && a.gpus == b.gpus && a.mig == b.mig;
+}
+
 }  // namespace
 
 ClusterSync::ClusterSync(ClusterSyncHooks hooks) : hooks_(std::move(hooks)) {}
@@ -50,7 +56,7 @@ InformerHandlers ClusterSync::node_handlers() {
   InformerHandlers h;
   h.on_list = [this](const std::vector<json>& items) { replace_nodes(items); };
   h.on_event = [this](const std::string& type, const json& obj) { apply_node(type, obj); };
-  h.on_error = [this](const std::string& m) { emit(Outbox{{}, {"nodes informer: " + m}, {}}); };
+  h.on_error = [this](const std::string& m) { emit(Outbox{{}, {"nodes informer: " + m}, {}, {}}); };
   return h;
 }
 
@@ -58,7 +64,7 @@ InformerHandlers ClusterSync::pod_handlers() {
   InformerHandlers h;
   h.on_list = [this](const std::vector<json>& items) { replace_pods(items); };
   h.on_event = [this](const std::string& type, const json& obj) { apply_pod(type, obj); };
-  h.on_error = [this](const std::string& m) { emit(Outbox{{}, {"pods informer: " + m}, {}}); };
+  h.on_error = [this](const std::string& m) { emit(Outbox{{}, {"pods informer: " + m}, {}, {}}); };
   return h;
 }
 
@@ -71,6 +77,9 @@ void ClusterSync::emit(const Outbox& out) const {
   }
   if (hooks_.on_fence_lifted) {
     for (const Outbox::Lifted& l : out.lifted) hooks_.on_fence_lifted(l.node, l.why);
+  }
+  if (hooks_.on_reservation_dropped) {
+    for (const Outbox::Bad& d : out.dropped) hooks_.on_reservation_dropped(d.pod, d.node, d.why);
   }
 }
 
@@ -102,7 +111,7 @@ void ClusterSync::apply_node(const std::string& type, const json& node) {
   const std::string name = node_name(node);
   Outbox out;
   if (name.empty()) {
-    emit(Outbox{{}, {"ignoring a Node without metadata.name"}, {}});
+    emit(Outbox{{}, {"ignoring a Node without metadata.name"}, {}, {}});
     return;
   }
   {
@@ -192,6 +201,7 @@ ClusterSync::PodFacts ClusterSync::pod_facts(const json& pod) {
 
 void ClusterSync::forget(model::Cluster& c, const std::string& uid, Outbox& out) {
   parked_.erase(uid);
+  confirmed_.erase(uid);
   clear_rejection(c, uid, "the pod finished or was deleted", out);
   unrecorded_.erase(uid);
 }
@@ -263,15 +273,45 @@ void ClusterSync::account(model::Cluster& c, const PodFacts& p, Outbox& out) {
     return reject(c, p, "record names node " + a->node + ", pod runs on " + p.node, out);
   }
   if (const model::Allocation* held = c.allocation(p.uid)) {
-    if (held->node == p.node) return;  // committed at bind, or already restored
-    // The model holds a claim elsewhere (a bind that lost to the durable binding): the
-    // binding wins.
-    out.logs.push_back("pod " + who + " is bound to " + p.node + ", not " + held->node +
-                       " as the model had it; moving its allocation");
+    if (same_grants(*held, *a)) {  // committed at bind, or already restored
+      confirmed_.insert(p.uid);
+      return;
+    }
+    // The model holds other GPUs for it (a bind by this replica that lost to another
+    // replica's binding of the same pod): the binding wins.
+    out.logs.push_back("pod " + who + " is bound to " + p.node + " with other GPUs than the " +
+                       "model had on " + held->node + "; replacing its allocation");
+    if (confirmed_.count(p.uid) == 0) {
+      ++reservations_dropped_;
+      out.dropped.push_back({who, held->node, "the API server has another record for it"});
+    }
     c.release(p.uid);
   }
-  if (Status s = c.restore(*a); !s.ok()) return reject(c, p, s.error(), out);
+  Status s = c.restore(*a);
+  if (!s.ok()) s = yield_reservations(c, *a, out);
+  if (!s.ok()) return reject(c, p, s.error(), out);
+  confirmed_.insert(p.uid);
   clear_rejection(c, p.uid, "pod " + who + "'s record is usable now", out);
+}
+
+Status ClusterSync::yield_reservations(model::Cluster& c, const model::Allocation& a, Outbox& out) {
+  std::vector<model::Allocation> local;  // pod-UID order: the loser is chosen deterministically
+  for (const model::Allocation* held : c.allocations()) {
+    if (held->node == a.node && confirmed_.count(held->pod_uid) == 0) local.push_back(*held);
+  }
+  for (const model::Allocation& l : local) c.release(l.pod_uid);
+  Status s = c.restore(a);
+  for (const model::Allocation& l : local) {
+    // Always fits when the record did not go in: the model is as it was.
+    if (c.restore(l).ok() || !s.ok()) continue;
+    ++reservations_dropped_;
+    const std::string who = pod_key(l.pod_ns, l.pod_name);
+    const std::string why = "pod " + pod_key(a.pod_ns, a.pod_name) +
+                            " is bound to the same GPUs (its record on the API server wins)";
+    out.dropped.push_back({who, l.node, why});
+    out.logs.push_back("reservation of pod " + who + " on node " + l.node + " dropped: " + why);
+  }
+  return s;
 }
 
 // Any pod bound to a node holds that node's CPU and memory, whoever bound it: counted (never
@@ -287,6 +327,7 @@ void ClusterSync::account_host_only(model::Cluster& c, const PodFacts& p) {
   a.host = p.pod.request.host;
   a.priority = p.pod.info.priority;
   (void)c.restore(a);  // cannot fail: node and UID checked, host never refused
+  confirmed_.insert(p.uid);
 }
 
 void ClusterSync::learn(const PodFacts& p) const {
@@ -302,7 +343,7 @@ void ClusterSync::learn(const PodFacts& p) const {
 void ClusterSync::apply_pod(const std::string& type, const json& pod) {
   PodFacts p = pod_facts(pod);
   if (p.uid.empty()) {
-    emit(Outbox{{}, {"ignoring pod " + pod_key(p.ns, p.name) + " without metadata.uid"}, {}});
+    emit(Outbox{{}, {"ignoring pod " + pod_key(p.ns, p.name) + " without metadata.uid"}, {}, {}});
     return;
   }
   if (type == "DELETED") p.finished = true;
@@ -338,7 +379,10 @@ void ClusterSync::replace_pods(const std::vector<json>& pods) {
       for (const model::Allocation* a : c.allocations()) {
         if (running.count(a->pod_uid) == 0) vanished.push_back(a->pod_uid);
       }
-      for (const std::string& uid : vanished) c.release(uid);
+      for (const std::string& uid : vanished) {
+        c.release(uid);
+        confirmed_.erase(uid);
+      }
       if (!vanished.empty()) {
         out.logs.push_back("released the allocations of " + std::to_string(vanished.size()) +
                            " pod(s) that are gone");

@@ -250,11 +250,19 @@ std::vector<int> Scheduler::normalize(const std::vector<std::string>& nodes,
 Result<model::Allocation> Scheduler::reserve(const model::PodInfo& pod,
                                              const model::GpuRequest& req, const Profile& profile,
                                              const std::string& node) {
+  return reserve(pod, req, profile, node, {});
+}
+
+Result<model::Allocation> Scheduler::reserve(const model::PodInfo& pod,
+                                             const model::GpuRequest& req, const Profile& profile,
+                                             const std::string& node,
+                                             const std::vector<model::Allocation>& held) {
   std::unique_lock lock(mu_);
   model::GpuRequest fit = req;
   if (!options_.check_host) fit.host = {};
   // The quotas in force now (filter may have run under an older policy), against usage that
-  // includes every reservation made since that filter.
+  // includes every reservation made since that filter. Checked before other replicas' claims
+  // are borrowed into the model, so a refusal returns with the model untouched.
   const auto current = policy();
   const std::vector<Quota>& quotas = current->policy.quotas;
   if (!quotas.empty()) {
@@ -262,7 +270,16 @@ Result<model::Allocation> Scheduler::reserve(const model::PodInfo& pod,
       return Error{why};
     }
   }
+  // Counted only while this choice is made, under the same lock: nobody sees them.
+  std::vector<std::string> borrowed;
+  for (const model::Allocation& a : held) {
+    if (a.pod_uid == pod.uid || cluster_.allocation(a.pod_uid) != nullptr) continue;
+    if (cluster_.restore(a)) borrowed.push_back(a.pod_uid);
+  }
+  if (!borrowed.empty()) follow_changes();  // strategies read the node's cached measures
   auto placed = place(cluster_, fit, profile, pod, node);
+  for (const std::string& uid : borrowed) cluster_.release(uid);
+  if (!borrowed.empty()) follow_changes();
   if (!placed) return placed;
   if (!quotas.empty()) {
     std::string why =

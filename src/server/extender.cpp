@@ -121,6 +121,9 @@ k8s::ClusterSyncHooks Extender::sync_hooks() {
     metrics_.note_mix_version(scheduler_.mix_version());
   };
   h.forget = [this](const std::string& uid) { scheduler_.forget(uid); };
+  h.on_reservation_dropped = [this](const std::string&, const std::string&, const std::string&) {
+    metrics_.count_reservation_dropped();
+  };
   return h;
 }
 
@@ -229,6 +232,60 @@ std::string Extender::explain(std::string_view body) const {
       scheduler_.explain(args->pod.info, args->pod.request, *profile, args->nodes)));
 }
 
+Result<model::Allocation> Extender::reserve_claimed(const k8s::ParsedPod& pod,
+                                                    const placement::Profile& profile,
+                                                    const std::string& node, bool* conflict) {
+  constexpr int kReplans = 2;
+  std::vector<model::Allocation> beside;  // other replicas' claims that stood in the way
+  for (int attempt = 0;; ++attempt) {
+    auto placed = scheduler_.reserve(pod.info, pod.request, profile, node, beside);
+    if (!placed && attempt > 0) {
+      return Error{"nothing fits beside other replicas' claims: " + placed.error()};
+    }
+    if (!placed || claims_ == nullptr || pod.request.kind == model::RequestKind::kNone) {
+      return placed;
+    }
+    std::vector<model::Allocation> others;
+    Status claimed = claims_->claim(*placed, [&](const std::vector<model::Allocation>& o) {
+      others = o;
+      Status fits = fits_beside(*placed, o);
+      *conflict = !fits.ok();
+      return fits;
+    });
+    if (claimed) return placed;
+    scheduler_.unreserve(*placed);
+    if (!*conflict || attempt == kReplans) return Error{claimed.error()};
+    beside = std::move(others);
+  }
+}
+
+Status Extender::fits_beside(const model::Allocation& ours,
+                             const std::vector<model::Allocation>& others) const {
+  Status out = Status::Ok();
+  scheduler_.read([&](const model::Cluster& c) {
+    const model::Allocation* held = c.allocation(ours.pod_uid);
+    const model::Node* n = c.find_node(ours.node);
+    if (held == nullptr || !(*held == ours) || n == nullptr) {
+      out = Error{"its reservation was taken back meanwhile (a bound pod needed the GPUs)"};
+      return;
+    }
+    model::Node node = *n;  // ours is counted in it; add what the model does not know yet
+    for (const model::Allocation& o : others) {
+      const model::Allocation* counted = c.allocation(o.pod_uid);
+      if (counted != nullptr && counted->node == o.node && counted->gpus == o.gpus &&
+          counted->mig == o.mig) {
+        continue;  // the watch already delivered it
+      }
+      if (Status s = model::apply_allocation(node, o, /*check_host=*/false); !s.ok()) {
+        out = Error{"pod " + o.pod_ns + "/" + o.pod_name + " holds part of what we chose (" +
+                    s.error() + ")"};
+        return;
+      }
+    }
+  });
+  return out;
+}
+
 std::string Extender::bind(std::string_view body) {
   VerbTimer timer(metrics_, "bind");
   auto fail = [&](const std::string& message) {
@@ -281,12 +338,16 @@ std::string Extender::bind(std::string_view body) {
   const bool holds_gpus = pod->request.kind != model::RequestKind::kNone;
   std::map<std::string, std::string> annotations;
   std::optional<model::Allocation> reserved;
-  // Re-check against the model as it is now: binds run after later pods' filters.
-  auto placed = scheduler_.reserve(pod->info, pod->request, *profile, *node);
+  // Re-check against the model as it is now: binds run after later pods' filters. Another
+  // replica may have chosen the same GPUs from its own model: claimed before the Binding.
+  bool conflict = false;
+  auto placed = reserve_claimed(*pod, *profile, *node, &conflict);
   if (placed) {
     reserved = std::move(*placed);
   } else if (holds_gpus) {
-    return fail("cannot bind " + who + " to " + *node + ": " + placed.error());
+    timer.fail();
+    metrics_.count_bind(conflict ? "conflict" : "error");
+    return error_only("cannot bind " + who + " to " + *node + ": " + placed.error());
   }
   if (reserved && holds_gpus) {
     annotations[std::string(k8s::kAllocationAnnotation)] = k8s::encode_allocation_record(*reserved);
@@ -300,12 +361,14 @@ std::string Extender::bind(std::string_view body) {
       }
     });
   }
+  const bool claimed = claims_ != nullptr && reserved && holds_gpus;
   // The reservation holds the GPUs while the binder works, without blocking filters.
   Status s = binder_.bind(BindRequest{*ns, *name, *uid, *node, std::move(annotations)});
   if (!s) {
     // Undo only our own reservation: while the binder worked, the informer may have replaced
     // it with what the API server says (the pod bound elsewhere, by a racing retry).
     if (reserved) scheduler_.unreserve(*reserved);
+    if (claimed) claims_->release(*reserved);
     return fail("binding " + who + " to " + *node + ": " + s.error());
   }
   pending_.forget(*uid);

@@ -30,7 +30,8 @@ Metrics::Metrics()
                       .Register(*registry_)),
       binds_(prometheus::BuildCounter()
                  .Name("gapless_binds_total")
-                 .Help("Bind calls by outcome (success, idempotent, error).")
+                 .Help("Bind calls by outcome (success, idempotent, error; conflict: another "
+                       "replica claimed the GPUs first).")
                  .Register(*registry_)),
       reloads_(prometheus::BuildCounter()
                    .Name("gapless_policy_reloads_total")
@@ -47,6 +48,12 @@ Metrics::Metrics()
                          .Help("Fences set for a bad allocation record that were lifted: the pod "
                                "went away or finished, or its record became usable.")
                          .Register(*registry_)),
+      reservations_dropped_(
+          prometheus::BuildCounter()
+              .Name("gapless_reservation_conflicts_total")
+              .Help("Local reservations (binds in flight) dropped because an allocation record "
+                    "seen on the watch holds their GPUs: the API server's record wins.")
+              .Register(*registry_)),
       overloads_(
           prometheus::BuildCounter()
               .Name("gapless_http_overload_total")
@@ -117,6 +124,10 @@ void Metrics::count_policy_reload(bool ok) {
 
 void Metrics::count_bad_record() {
   bad_records_.Add({}).Increment();
+}
+
+void Metrics::count_reservation_dropped() {
+  reservations_dropped_.Add({}).Increment();
 }
 
 void Metrics::count_fence_lifted() {

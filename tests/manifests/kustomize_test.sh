@@ -65,6 +65,7 @@ expect_kind ConfigMap 3 3
 expect_kind Deployment 1 1
 expect_kind DaemonSet 1 1
 expect_kind Service 1 1
+expect_kind PodDisruptionBudget 1 1
 
 # The scheduler configuration, as text inside its ConfigMap (indented under data).
 for line in 'kind: KubeSchedulerConfiguration' 'nodeCacheCapable: true' 'bindVerb: bind' \
@@ -167,7 +168,23 @@ check(not any("*" in r["verbs"] or "*" in r["resources"] or "secrets" in r["reso
 dep = one("Deployment", "gapless-scheduler")
 spec = dep.get("spec", {})
 pod = spec.get("template", {}).get("spec", {})
-check(spec.get("replicas") == 1 and spec.get("strategy", {}).get("type") == "Recreate", "replicas 1, Recreate")
+# High availability: two replicas, replaced one at a time, one kept through drains.
+check(spec.get("replicas") == 2 and spec.get("strategy", {}).get("type") == "RollingUpdate"
+      and spec["strategy"].get("rollingUpdate", {}).get("maxUnavailable") == 0,
+      "replicas 2, RollingUpdate with maxUnavailable 0")
+pdb = one("PodDisruptionBudget", "gapless-scheduler")
+check(pdb.get("spec", {}).get("minAvailable") == 1
+      and pdb["spec"].get("selector", {}).get("matchLabels") == spec.get("selector", {}).get("matchLabels"),
+      "PodDisruptionBudget keeps 1 of the Deployment's pods")
+claims_ok = False
+for rb in bound_roles("RoleBinding"):
+    for role in objs("Role"):
+        if role["metadata"]["name"] == rb["roleRef"]["name"] and rb["metadata"]["namespace"] == NS \
+                and role["metadata"]["namespace"] == NS:
+            for r in role["rules"]:
+                if "configmaps" in r["resources"] and {"get", "create", "update"} <= set(r["verbs"]):
+                    claims_ok = True
+check(claims_ok, "the extender may get/create/update its claim ConfigMaps in gapless-system")
 check(pod.get("serviceAccountName") == "gapless-scheduler", "serviceAccountName gapless-scheduler")
 psc = pod.get("securityContext", {})
 check(psc.get("runAsNonRoot") is True and psc.get("runAsUser") == 65532, "pod runs as non-root 65532")
@@ -218,6 +235,9 @@ check(ge.get("livenessProbe", {}).get("httpGet", {}).get("path") == "/healthz"
       and probe_port(ge.get("livenessProbe", {})) == 8888, "extender livenessProbe /healthz on 8888")
 check(ge.get("readinessProbe", {}).get("httpGet", {}).get("path") == "/readyz"
       and probe_port(ge.get("readinessProbe", {})) == 8888, "extender readinessProbe /readyz on 8888")
+genv = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in ge.get("env", [])}
+check(genv.get("POD_NAME") == "metadata.name" and genv.get("POD_NAMESPACE") == "metadata.namespace",
+      "extender gets POD_NAME and POD_NAMESPACE (claims: replica name, claim namespace)")
 with open(args_file, "w") as f:
     f.write("\n".join(a.replace("/etc/gapless/policy/", f"{root}/manifests/") for a in ge_args) + "\n")
 

@@ -83,6 +83,7 @@ struct FakeApiServer::Fault {
   int status;  // 0: a delay only
   std::string message;
   std::chrono::milliseconds delay{0};
+  bool hold = false;  // hold_next: wait for release_held()
 };
 
 }  // namespace gapless::test

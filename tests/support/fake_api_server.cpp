@@ -77,6 +77,7 @@ FakeApiServer::FakeApiServer(std::string token)
          guarded([this](const auto& req, auto& res) { handle_binding(req, res); }));
   s.Post(R"(/api/v1/namespaces/([^/]+)/events)",
          guarded([this](const auto& req, auto& res) { handle_event(req, res); }));
+  add_config_map_routes();
   s.Post(R"(/apis/events\.k8s\.io/v1/namespaces/([^/]+)/events)",
          guarded([this](const auto& req, auto& res) { handle_event(req, res); }));
   const char* const proxy = R"(/api/v1/namespaces/([^/]+)/services/([^/]+)/proxy(/.*))";
@@ -124,6 +125,7 @@ k8s::ClientConfig FakeApiServer::client_config() const {
 bool FakeApiServer::pre_route(const httplib::Request& req, httplib::Response& res) {
   std::chrono::milliseconds delay{0};
   std::optional<Fault> fault;
+  bool hold = false;
   {
     std::lock_guard lock(mu_);
     requests_.push_back(
@@ -134,7 +136,10 @@ bool FakeApiServer::pre_route(const httplib::Request& req, httplib::Response& re
     }
     for (auto it = faults_.begin(); it != faults_.end(); ++it) {
       if (it->method != req.method || !req.path.starts_with(it->prefix)) continue;
-      if (it->status == 0 && delay.count() == 0) {
+      if (it->hold) {
+        if (hold) continue;
+        hold = true;
+      } else if (it->status == 0 && delay.count() == 0) {
         delay = it->delay;
       } else if (it->status != 0 && !fault) {
         fault = *it;
@@ -144,6 +149,14 @@ bool FakeApiServer::pre_route(const httplib::Request& req, httplib::Response& re
       --it->count;
     }
     std::erase_if(faults_, [](const Fault& f) { return f.count <= 0; });
+  }
+  if (hold) {
+    std::unique_lock lock(mu_);
+    const std::uint64_t generation = hold_generation_;
+    ++held_;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return hold_generation_ != generation || stopping_; });
+    --held_;
   }
   if (delay.count() > 0) std::this_thread::sleep_for(delay);
   if (!fault) return false;
@@ -167,6 +180,27 @@ void FakeApiServer::delay_next(const std::string& method, const std::string& pat
                                std::chrono::milliseconds delay) {
   std::lock_guard lock(mu_);
   faults_.push_back({method, path_prefix, count, 0, "", delay});
+}
+
+void FakeApiServer::hold_next(const std::string& method, const std::string& path_prefix,
+                              int count) {
+  std::lock_guard lock(mu_);
+  Fault f{method, path_prefix, count, 0, "", {}};
+  f.hold = true;
+  faults_.push_back(f);
+}
+
+void FakeApiServer::release_held() {
+  {
+    std::lock_guard lock(mu_);
+    ++hold_generation_;
+  }
+  changed_.notify_all();
+}
+
+std::size_t FakeApiServer::held_requests() const {
+  std::lock_guard lock(mu_);
+  return held_;
 }
 
 std::vector<FakeApiServer::RequestRecord> FakeApiServer::requests() const {

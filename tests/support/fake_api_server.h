@@ -11,6 +11,10 @@
 //   GET, POST /api/v1/namespaces/{ns}/services/{name}:{port}/proxy/{path}   the service proxy:
 //                                    forwarded to the URL proxy_service() registered (503
 //                                    Status when none is)
+//   GET, PUT /api/v1/namespaces/{ns}/configmaps/{name}; POST /api/v1/namespaces/{ns}/configmaps
+//                                    create (409 AlreadyExists) and update, with a set
+//                                    metadata.resourceVersion as a precondition (409 Conflict);
+//                                    ConfigMaps are not listed or watched
 //
 // Lists: `{"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"RV"},"items":[..]}`
 // with items sorted by key (name, or namespace/name) and without kind/apiVersion, as the real
@@ -128,6 +132,8 @@ class FakeApiServer {
 
   std::optional<nlohmann::json> node(const std::string& name) const;
   std::optional<nlohmann::json> pod(const std::string& ns, const std::string& name) const;
+  std::optional<nlohmann::json> config_map(const std::string& ns, const std::string& name) const;
+  std::size_t config_map_writes() const;  // successful creates and updates
   std::size_t node_count() const;
   std::size_t pod_count() const;
   std::string resource_version() const;  // the latest change's
@@ -171,6 +177,13 @@ class FakeApiServer {
   void delay_next(const std::string& method, const std::string& path_prefix, int count,
                   std::chrono::milliseconds delay);
 
+  // The next `count` matching requests wait, before they are handled (and before any
+  // fail_next or delay_next they match), until release_held() or the server stops: a request
+  // "in flight" for as long as a test needs (an old leader's Binding landing late).
+  void hold_next(const std::string& method, const std::string& path_prefix, int count);
+  void release_held();                // lets every request held now go on
+  std::size_t held_requests() const;  // requests waiting now
+
   // --- Inspection.
   // Routes the service proxy of `service_port` ("name:port") in `ns` to `url`
   // ("http://127.0.0.1:PORT"), as the real API server reaches a Service's endpoints.
@@ -203,6 +216,9 @@ class FakeApiServer {
   void handle_event(const httplib::Request& req, httplib::Response& res);
   void handle_node_patch(const httplib::Request& req, httplib::Response& res);
   void handle_service_proxy(const httplib::Request& req, httplib::Response& res);
+  void add_config_map_routes();
+  void handle_config_map_write(const httplib::Request& req, httplib::Response& res,
+                               const std::string& ns, const std::string& name);
   bool pre_route(const httplib::Request& req, httplib::Response& res);
 
   // Store changes; REQUIRES: mu_ held.
@@ -240,6 +256,10 @@ class FakeApiServer {
   std::map<std::string, std::string> proxies_;  // "ns/name:port" -> URL
   std::vector<nlohmann::json> events_;
   std::vector<nlohmann::json> bindings_;
+  std::map<std::string, nlohmann::json> config_maps_;  // by "namespace/name"
+  std::size_t config_map_writes_ = 0;
+  std::uint64_t hold_generation_ = 0;  // release_held() counts up
+  std::size_t held_ = 0;
   bool stopping_ = false;
 };
 

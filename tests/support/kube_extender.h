@@ -14,6 +14,7 @@
 #include "gapless/k8s/cluster_sync.h"
 #include "gapless/k8s/informer.h"
 #include "gapless/k8s/kube_binder.h"
+#include "gapless/k8s/node_claims.h"
 #include "gapless/server/extender.h"
 
 namespace gapless::test {
@@ -21,15 +22,19 @@ namespace gapless::test {
 using namespace std::chrono_literals;
 
 // One running extender: model fed by node and pod informers, binds through the API server.
+// With a `replica` name, binds claim their GPUs first (one of several replicas, README "High
+// availability"); without, no claims (a single replica).
 class KubeExtender {
  public:
-  explicit KubeExtender(test::FakeApiServer& server)
+  explicit KubeExtender(test::FakeApiServer& server, std::string replica = "")
       : server_(server),
         client_(server.client_config()),
         binder_(client_),
+        claims_(client_, claim_options(replica)),
         extender_(model::Cluster{}, placement::builtin_policy(), binder_, metrics_),
         sync_(hooks()) {
     extender_.set_readiness([this] { return sync_.synced(); });
+    if (!replica.empty()) extender_.set_claims(&claims_);
     k8s::InformerOptions o;
     o.watch_timeout_seconds = 30;
     o.backoff_initial = 20ms;
@@ -60,6 +65,8 @@ class KubeExtender {
   }
 
   server::Extender& extender() { return extender_; }
+  server::Metrics& metrics() { return metrics_; }
+  const k8s::ClusterSync& sync() const { return sync_; }
   bool wait(const std::function<bool()>& cond, std::chrono::seconds limit = 20s) {
     const auto end = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < end) {
@@ -76,10 +83,16 @@ class KubeExtender {
 
  private:
   k8s::ClusterSyncHooks hooks() { return extender_.sync_hooks(); }
+  static k8s::ClaimOptions claim_options(const std::string& replica) {
+    k8s::ClaimOptions o;
+    o.holder = replica;
+    return o;
+  }
 
   test::FakeApiServer& server_;
   k8s::ApiClient client_;
   k8s::KubeBinder binder_;
+  k8s::KubeNodeClaims claims_;
   server::Metrics metrics_;
   server::Extender extender_;
   k8s::ClusterSync sync_;

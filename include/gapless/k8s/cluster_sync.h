@@ -37,6 +37,11 @@ struct ClusterSyncHooks {
   // A fence set for a bad record was lifted (the pod went away, finished, or its record became
   // usable): node, why. Optional; called like on_bad_record.
   std::function<void(const std::string& node, const std::string& why)> on_fence_lifted;
+  // A local reservation (a bind in flight, not yet seen on the watch) lost to an allocation
+  // record the API server has: pod "ns/name" of the reservation, node, why. Optional; called
+  // like on_bad_record.
+  std::function<void(const std::string& pod, const std::string& node, const std::string& why)>
+      on_reservation_dropped;
   // Every pod seen that has not finished, and pods that finished or were deleted: feeds the
   // learned workload mix (placement::Scheduler::observe / forget). Optional; called inside
   // neither `mutate` nor the sync's own lock.
@@ -66,6 +71,8 @@ class ClusterSync {
   bool synced() const { return nodes_synced_.load() && pods_synced_.load(); }
   std::size_t bad_records() const { return bad_records_.load(); }
   std::size_t fences_lifted() const { return fences_lifted_.load(); }
+  // Local reservations dropped because a record seen on the watch needed their GPUs.
+  std::size_t reservations_dropped() const { return reservations_dropped_.load(); }
 
  private:
   // What a Pod object says, as far as GPUs go.
@@ -89,6 +96,10 @@ class ClusterSync {
   void upsert(model::Cluster& c, const std::string& name, Result<model::Node> node, Outbox& out);
   void retry_parked(model::Cluster& c, Outbox& out);
   void account_host_only(model::Cluster& c, const PodFacts& p);
+  // Applies a bound pod's record `a` that does not fit: the local reservations (allocations the
+  // watch has not confirmed) on its node give way, in pod-UID order, and those that no longer
+  // fit beside it are dropped. Model unchanged and the restore's error when even that fails.
+  Status yield_reservations(model::Cluster& c, const model::Allocation& a, Outbox& out);
   void learn(const PodFacts& p) const;
   void forget(model::Cluster& c, const std::string& uid, Outbox& out);
   // The pod's record no longer fences its node (`why`); lifts the fence when no other rejected
@@ -102,6 +113,7 @@ class ClusterSync {
   std::atomic<bool> pods_synced_{false};
   std::atomic<std::size_t> bad_records_{0};
   std::atomic<std::size_t> fences_lifted_{0};
+  std::atomic<std::size_t> reservations_dropped_{0};
   std::mutex mu_;  // orders pod bookkeeping across informer threads; taken before `mutate`
   // Bound pods whose node is not in the model yet (the pod informer ran ahead): uid -> pod.
   std::unordered_map<std::string, PodFacts> parked_;
@@ -111,6 +123,9 @@ class ClusterSync {
     std::string record, node;
   };
   std::unordered_map<std::string, Rejected> rejected_;
+  // Pods whose allocation the watch confirmed (bound, record applied): the model's other
+  // allocations are local reservations, which give way to records (yield_reservations).
+  std::unordered_set<std::string> confirmed_;
   // GPU pods bound without a record, logged once.
   std::unordered_set<std::string> unrecorded_;
 };

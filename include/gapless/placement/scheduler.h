@@ -140,6 +140,12 @@ class Scheduler {
   // (two pods of one tenant that both passed filter: the second is refused here).
   Result<model::Allocation> reserve(const model::PodInfo& pod, const model::GpuRequest& req,
                                     const Profile& profile, const std::string& node);
+  // The same, choosing beside `held` too: allocations the model does not count yet (other
+  // replicas' claims on the node, README "High availability"). They are not kept; those of
+  // pods the model already counts, or that do not fit it, are ignored.
+  Result<model::Allocation> reserve(const model::PodInfo& pod, const model::GpuRequest& req,
+                                    const Profile& profile, const std::string& node,
+                                    const std::vector<model::Allocation>& held);
   // Releases the pod's allocation if it is still exactly `reserved` (an informer may have
   // replaced it meanwhile with what the API server says). Returns whether it did.
   bool unreserve(const model::Allocation& reserved);

@@ -23,6 +23,8 @@
 
 #include "gapless/k8s/binder.h"
 #include "gapless/k8s/cluster_sync.h"
+#include "gapless/k8s/node_claims.h"
+#include "gapless/k8s/pod_request.h"
 #include "gapless/model/cluster.h"
 #include "gapless/placement/profile.h"
 #include "gapless/placement/scheduler.h"
@@ -67,6 +69,12 @@ class Extender {
   void set_readiness(std::function<bool()> ready);
   bool ready() const;
 
+  // Several replicas (README "High availability"): before the Binding is posted, what bind
+  // reserved is claimed through `claims`, checked against the other replicas' claims; a bind
+  // whose GPUs another replica claimed first fails (kube-scheduler retries the pod). Null (the
+  // default): no claims, for a single replica. Set before serving; must outlive the Extender.
+  void set_claims(k8s::NodeClaims* claims) { claims_ = claims; }
+
   // Runs `f` with exclusive access to the model (informers, recovery, tests).
   void mutate(const std::function<void(model::Cluster&)>& f);
   // The scheduling object behind the verbs (informers feed its model and its workload mix).
@@ -80,7 +88,19 @@ class Extender {
  private:
   static constexpr const char* kNotReady =
       "gapless is still loading the cluster (first full list of nodes and pods); retry shortly";
+  // Reserve: the pod's GPUs on `node`, claimed (with claims set) against the other replicas';
+  // when one of them claimed part of what was chosen, chosen again beside their claims.
+  // *conflict: the last claim lost to another replica's.
+  Result<model::Allocation> reserve_claimed(const k8s::ParsedPod& pod,
+                                            const placement::Profile& profile,
+                                            const std::string& node, bool* conflict);
+  // Whether `ours` (reserved in the model) fits on its node beside the other replicas' claims
+  // that the model does not count yet.
+  Status fits_beside(const model::Allocation& ours,
+                     const std::vector<model::Allocation>& others) const;
+
   placement::Scheduler scheduler_;
+  k8s::NodeClaims* claims_ = nullptr;
   std::function<bool()> ready_;  // set before serving; read-only afterwards
   Binder& binder_;
   Metrics& metrics_;

@@ -32,12 +32,14 @@ class Metrics {
   void observe_request(const std::string& verb, bool ok, double seconds);
   // `nodes` nodes rejected for this reason in one filter call.
   void count_rejection(const std::string& reason_label, double nodes = 1);
-  void count_bind(const std::string& outcome);  // success, error, idempotent
+  void count_bind(const std::string& outcome);  // success, error, idempotent, conflict
   void count_policy_reload(bool ok);
   // An allocation record that could not be read or applied (its node is fenced).
   void count_bad_record();
   // A fence set for a bad allocation record was lifted (k8s::ClusterSync).
   void count_fence_lifted();
+  // A local reservation dropped for an allocation record seen on the watch (k8s::ClusterSync).
+  void count_reservation_dropped();
   // A request the HTTP server answered without a worker because its queue was full; route:
   // the verb (filter, ...) or the path (/version, ...).
   void count_overload(const std::string& route);
@@ -66,6 +68,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& reloads_;
   prometheus::Family<prometheus::Counter>& bad_records_;
   prometheus::Family<prometheus::Counter>& fences_lifted_;
+  prometheus::Family<prometheus::Counter>& reservations_dropped_;
   prometheus::Family<prometheus::Counter>& overloads_;
   prometheus::Family<prometheus::Gauge>& gpus_;
   prometheus::Family<prometheus::Gauge>& gpus_in_use_;

@@ -1,0 +1,224 @@
+// Per-node claim objects with resourceVersion preconditions (extender-protocol.md §4,
+// "Optimistic concurrency"; README "High availability").
+#include "gapless/k8s/node_claims.h"
+
+#include <algorithm>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "gapless/k8s/allocation_record.h"
+#include "gapless/k8s/json_fields.h"
+#include "url.h"
+
+namespace gapless::k8s {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::size_t kMaxObjectName = 253;  // a DNS subdomain
+constexpr std::string_view kPrefix = "gapless-claims-";
+
+std::int64_t system_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool same_entry(const Claim& c, const std::string& uid, const std::string& holder) {
+  return c.uid == uid && c.holder == holder;
+}
+
+}  // namespace
+
+std::string encode_claims(const std::vector<Claim>& claims) {
+  json out = json::array();
+  for (const Claim& c : claims) {
+    out.push_back({{"uid", c.uid},
+                   {"ns", c.ns},
+                   {"name", c.name},
+                   {"holder", c.holder},
+                   {"record", c.record},
+                   {"at", c.at_ms}});
+  }
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<std::vector<Claim>> decode_claims(std::string_view text) {
+  if (!json_depth_ok(text)) return Error{"claims: nested too deeply"};
+  const json in = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!in.is_array()) return Error{"claims: not a JSON array"};
+  std::vector<Claim> out;
+  for (const json& e : in) {
+    if (!e.is_object()) return Error{"claims: an entry is not an object"};
+    Claim c;
+    for (auto [key, dst] : {std::pair{"uid", &c.uid},
+                            {"ns", &c.ns},
+                            {"name", &c.name},
+                            {"holder", &c.holder},
+                            {"record", &c.record}}) {
+      const json* v = field(e, key);
+      if (v == nullptr || !v->is_string() || (v->get<std::string>().empty() && *key != 'r')) {
+        return Error{std::string("claims: an entry lacks \"") + key + "\""};
+      }
+      *dst = v->get<std::string>();
+    }
+    const json* at = field(e, "at");
+    const auto ms = at != nullptr ? as_int64(*at) : std::nullopt;
+    if (!ms) return Error{"claims: an entry lacks \"at\""};
+    c.at_ms = *ms;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::string claims_object_name(const std::string& node) {
+  std::string name = std::string(kPrefix) + node;
+  if (name.size() <= kMaxObjectName) return name;
+  const std::string hash = std::to_string(std::hash<std::string>{}(node));
+  return name.substr(0, kMaxObjectName - hash.size() - 1) + "-" + hash;
+}
+
+// ---- KubeNodeClaims ----------------------------------------------------------------------------
+
+struct KubeNodeClaims::Object {
+  std::string node, name;
+  bool exists = false;
+  std::string resource_version;
+  std::vector<Claim> claims;
+};
+
+KubeNodeClaims::KubeNodeClaims(ApiTransport& api, ClaimOptions options)
+    : api_(api), options_(std::move(options)) {}
+
+std::int64_t KubeNodeClaims::now() const {
+  return options_.now_ms ? options_.now_ms() : system_ms();
+}
+
+Result<KubeNodeClaims::Object> KubeNodeClaims::read(const std::string& node) {
+  Object obj;
+  obj.node = node;
+  obj.name = claims_object_name(node);
+  Result<ApiResponse> r = api_.call("GET", "/api/v1/namespaces/" + url_encode(options_.ns) +
+                                               "/configmaps/" + url_encode(obj.name));
+  if (!r.ok()) return Error{"reading claims of node " + node + ": " + r.error()};
+  if (r->status == 404) return obj;
+  if (!r->ok()) return Error{"reading claims of node " + node + ": " + api_error(*r)};
+  const json cm = json::parse(r->body, nullptr, /*allow_exceptions=*/false);
+  const json* meta = field(cm, "metadata");
+  if (meta == nullptr) return Error{"claims object " + obj.name + " has no metadata"};
+  obj.exists = true;
+  obj.resource_version = string_field(*meta, "resourceVersion");
+  const json* text = field(field(cm, "data"), kClaimsKey);
+  if (text == nullptr) return obj;  // created empty by hand: no claims
+  // Unreadable claims cannot be honoured: fail closed (no bind on the node) rather than ignore
+  // them, until an operator deletes the object.
+  auto claims = text->is_string() ? decode_claims(text->get<std::string>())
+                                  : Result<std::vector<Claim>>(Error{"claims: not a string"});
+  if (!claims.ok()) {
+    return Error{"claims object " + options_.ns + "/" + obj.name + " is unreadable (" +
+                 claims.error() + "); delete it to unblock node " + node};
+  }
+  obj.claims = std::move(*claims);
+  return obj;
+}
+
+Status KubeNodeClaims::write(const Object& obj, const std::vector<Claim>& claims, bool* conflict) {
+  json meta = {{"name", obj.name},
+               {"namespace", options_.ns},
+               {"labels", {{"app.kubernetes.io/name", "gapless-claims"}}}};
+  if (obj.exists) meta["resourceVersion"] = obj.resource_version;  // the precondition
+  const json body = {{"apiVersion", "v1"},
+                     {"kind", "ConfigMap"},
+                     {"metadata", meta},
+                     {"data", {{std::string(kClaimsKey), encode_claims(claims)}}}};
+  const std::string base = "/api/v1/namespaces/" + url_encode(options_.ns) + "/configmaps";
+  Result<ApiResponse> r = obj.exists
+                              ? api_.call("PUT", base + "/" + url_encode(obj.name), body.dump())
+                              : api_.call("POST", base, body.dump());
+  if (!r.ok()) return Error{"writing claims of node " + obj.node + ": " + r.error()};
+  if (r->ok()) return Status::Ok();
+  *conflict = r->status == 409;  // another writer got there first (update or create)
+  return Error{"writing claims of node " + obj.node + ": " + api_error(*r)};
+}
+
+bool KubeNodeClaims::alive(const Claim& c, const std::string& node) {
+  Result<ApiResponse> r =
+      api_.call("GET", "/api/v1/namespaces/" + url_encode(c.ns) + "/pods/" + url_encode(c.name));
+  if (!r.ok()) return true;
+  if (r->status == 404) return false;
+  if (!r->ok()) return true;
+  const json pod = json::parse(r->body, nullptr, /*allow_exceptions=*/false);
+  if (string_field(field(pod, "metadata") ? *field(pod, "metadata") : json(), "uid") != c.uid) {
+    return false;  // the name now belongs to another pod
+  }
+  const json* status = field(pod, "status");
+  const std::string phase = status != nullptr ? string_field(*status, "phase") : "";
+  if (phase == "Succeeded" || phase == "Failed") return false;
+  const json* spec = field(pod, "spec");
+  const std::string bound = spec != nullptr ? string_field(*spec, "nodeName") : "";
+  return bound.empty() || bound == node;
+}
+
+Status KubeNodeClaims::judge(Object& obj, const Claim& mine, const ClaimCheck& check, bool probe) {
+  std::vector<model::Allocation> others;
+  std::erase_if(obj.claims, [&](const Claim& c) {
+    if (c.holder == mine.holder) return false;
+    if (probe && !alive(c, obj.node)) return true;
+    Result<model::Allocation> a = decode_allocation_record(c.record, c.ns, c.name, c.uid);
+    if (!a.ok() || a->node != obj.node) return true;  // names nothing on this node
+    others.push_back(std::move(*a));
+    return false;
+  });
+  Status s = check(others);
+  if (s.ok()) return s;
+  return Error{"another replica claimed GPUs on node " + obj.node + " first: " + s.error()};
+}
+
+void KubeNodeClaims::release(const model::Allocation& ours) {
+  for (int attempt = 0; attempt < options_.attempts; ++attempt) {
+    Result<Object> obj = read(ours.node);
+    if (!obj.ok() || !obj->exists) return;
+    const std::size_t before = obj->claims.size();
+    std::erase_if(obj->claims,
+                  [&](const Claim& c) { return same_entry(c, ours.pod_uid, options_.holder); });
+    if (obj->claims.size() == before) return;
+    bool conflict = false;
+    if (write(*obj, obj->claims, &conflict).ok() || !conflict) return;
+  }
+}
+
+Status KubeNodeClaims::claim(const model::Allocation& ours, const ClaimCheck& check) {
+  const Claim mine{
+      ours.pod_uid, ours.pod_ns, ours.pod_name, options_.holder, encode_allocation_record(ours), 0};
+  for (int attempt = 0; attempt < options_.attempts; ++attempt) {
+    Result<Object> obj = read(ours.node);
+    if (!obj.ok()) return Error{obj.error()};
+    const std::int64_t t = now();
+    // Expired claims and our own previous claim for this pod are dropped.
+    std::erase_if(obj->claims, [&](const Claim& c) {
+      return t - c.at_ms >= options_.ttl.count() || same_entry(c, mine.uid, mine.holder);
+    });
+    Status verdict = judge(*obj, mine, check, /*probe=*/false);
+    if (!verdict.ok() || obj->claims.size() >= options_.max_claims) {
+      // Some claims in the way may be dead: read their pods back, then judge again.
+      verdict = judge(*obj, mine, check, /*probe=*/true);
+      if (!verdict.ok()) return verdict;
+      if (obj->claims.size() >= options_.max_claims) {
+        return Error{"node " + ours.node + " has " + std::to_string(obj->claims.size()) +
+                     " live claims (the most is " + std::to_string(options_.max_claims) + ")"};
+      }
+    }
+    std::vector<Claim> next = obj->claims;
+    next.push_back(mine);
+    next.back().at_ms = t;
+    bool conflict = false;
+    Status s = write(*obj, next, &conflict);
+    if (s.ok() || !conflict) return s;
+  }
+  return Error{"claims of node " + ours.node + " kept changing under us (" +
+               std::to_string(options_.attempts) + " conflicting writes)"};
+}
+
+}  // namespace gapless::k8s

@@ -1,0 +1,226 @@
+// Claims against the fake API server: the ConfigMap's resourceVersion precondition, re-reads on
+// 409, and which claims stand in the way (README "High availability").
+#include "gapless/k8s/node_claims.h"
+
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "fake_api_server.h"
+#include "gapless/k8s/allocation_record.h"
+#include "k8s_objects.h"
+
+using namespace gapless;
+using gapless::k8s::testing::whole;
+using nlohmann::json;
+
+namespace {
+
+// The fake ConfigMap's claims, decoded.
+std::vector<k8s::Claim> stored(const test::FakeApiServer& server, const std::string& node) {
+  auto cm = server.config_map("gapless-system", k8s::claims_object_name(node));
+  if (!cm) return {};
+  auto claims = k8s::decode_claims(cm->at("data").at("claims").get<std::string>());
+  REQUIRE(claims.ok());
+  return *claims;
+}
+
+// Whole GPUs only: `ours` fits unless another claim names one of its GPUs.
+k8s::ClaimCheck disjoint_from(const model::Allocation& ours) {
+  return [ours](const std::vector<model::Allocation>& others) -> Status {
+    std::set<int> mine;
+    for (const auto& g : ours.gpus) mine.insert(g.index);
+    for (const auto& o : others) {
+      for (const auto& g : o.gpus) {
+        if (mine.count(g.index) != 0) return Error{"GPU " + std::to_string(g.index) + " taken"};
+      }
+    }
+    return Status::Ok();
+  };
+}
+
+k8s::ClaimOptions options(const std::string& holder, std::int64_t* clock = nullptr) {
+  k8s::ClaimOptions o;
+  o.holder = holder;
+  if (clock != nullptr) o.now_ms = [clock] { return *clock; };
+  return o;
+}
+
+// Forwards to the fake server; runs `before_put` once, just before the first PUT (another
+// writer landing between our read and our write).
+class Interleaving final : public k8s::ApiTransport {
+ public:
+  explicit Interleaving(k8s::ApiTransport& inner) : inner_(inner) {}
+  std::function<void()> before_put;
+  Result<k8s::ApiResponse> call(const std::string& method, const std::string& path,
+                                const std::string& body, const std::string& type) override {
+    if (method == "PUT" && before_put) std::exchange(before_put, nullptr)();
+    return inner_.call(method, path, body, type);
+  }
+  Result<int> watch(const std::string& path,
+                    const std::function<bool(const json&)>& on_event) override {
+    return inner_.watch(path, on_event);
+  }
+
+ private:
+  k8s::ApiTransport& inner_;
+};
+
+}  // namespace
+
+TEST_CASE("claims encode and decode; garbage is refused, never read as empty", "[k8s][claims]") {
+  const std::vector<k8s::Claim> claims = {{"u1", "ml", "p1", "replica-a", "{\"v\":1}", 1700},
+                                          {"u2", "ml", "p2", "replica-b", "{}", 1800}};
+  auto back = k8s::decode_claims(k8s::encode_claims(claims));
+  REQUIRE(back.ok());
+  CHECK(*back == claims);
+  CHECK(k8s::decode_claims("[]").ok());
+  CHECK_FALSE(k8s::decode_claims("{}").ok());
+  CHECK_FALSE(k8s::decode_claims("not json").ok());
+  CHECK_FALSE(k8s::decode_claims(R"([{"uid":"u"}])").ok());
+  CHECK_FALSE(k8s::decode_claims(R"([{"uid":"u","ns":"a","name":"b","holder":"h","record":"r"}])")
+                  .ok());  // no "at"
+  CHECK(k8s::claims_object_name("n1") == "gapless-claims-n1");
+  CHECK(k8s::claims_object_name(std::string(300, 'x')).size() == 253);
+}
+
+TEST_CASE(
+    "the fake API server's ConfigMaps: create, and update with a resourceVersion "
+    "precondition",
+    "[k8s][claims]") {
+  test::FakeApiServer server;
+  k8s::ApiClient api(server.client_config());
+  const std::string base = "/api/v1/namespaces/ns/configmaps";
+  const json cm = {{"metadata", {{"name", "c"}}}, {"data", {{"k", "1"}}}};
+  auto created = api.call("POST", base, cm.dump(), "application/json");
+  REQUIRE(created.ok());
+  REQUIRE(created->status == 201);
+  const std::string rv = json::parse(created->body)["metadata"]["resourceVersion"];
+  CHECK(api.call("POST", base, cm.dump(), "application/json")->status == 409);
+
+  json update = cm;
+  update["metadata"]["resourceVersion"] = rv;
+  update["data"]["k"] = "2";
+  auto first = api.call("PUT", base + "/c", update.dump(), "application/json");
+  REQUIRE(first->status == 200);
+  update["data"]["k"] = "3";  // the same, now stale, resourceVersion
+  auto stale = api.call("PUT", base + "/c", update.dump(), "application/json");
+  CHECK(stale->status == 409);
+  CHECK_THAT(stale->body, Catch::Contains("the object has been modified"));
+  CHECK(server.config_map("ns", "c")->at("data").at("k") == "2");
+  update["metadata"].erase("resourceVersion");  // no precondition: unconditional
+  CHECK(api.call("PUT", base + "/c", update.dump(), "application/json")->status == 200);
+  CHECK(api.call("PUT", base + "/missing", json{{"metadata", {{"name", "missing"}}}}.dump(),
+                 "application/json")
+            ->status == 404);
+}
+
+TEST_CASE("a claim is written with the precondition; a claim on the same GPUs is refused",
+          "[k8s][claims]") {
+  test::FakeApiServer server;
+  k8s::ApiClient api(server.client_config());
+  k8s::KubeNodeClaims a(api, options("replica-a"));
+  k8s::KubeNodeClaims b(api, options("replica-b"));
+  const model::Allocation p1 = whole("u1", "n1", {0, 1});
+  REQUIRE(a.claim(p1, disjoint_from(p1)).ok());
+  REQUIRE(stored(server, "n1").size() == 1);
+  CHECK(stored(server, "n1")[0].holder == "replica-a");
+  CHECK(stored(server, "n1")[0].record == k8s::encode_allocation_record(p1));
+
+  // The pod of the first claim is pending (its bind in flight): the claim stands.
+  server.add_pod(k8s::testing::pod_object("pod-u1", "u1", ""));
+  const model::Allocation p2 = whole("u2", "n1", {1, 2});
+  Status refused = b.claim(p2, disjoint_from(p2));
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error(), Catch::Contains("another replica claimed GPUs on node n1 first") &&
+                                  Catch::Contains("GPU 1 taken"));
+  CHECK(stored(server, "n1").size() == 1);
+
+  const model::Allocation p3 = whole("u3", "n1", {2, 3});
+  REQUIRE(b.claim(p3, disjoint_from(p3)).ok());
+  CHECK(stored(server, "n1").size() == 2);
+
+  SECTION("release removes only our own claim") {
+    b.release(p3);
+    REQUIRE(stored(server, "n1").size() == 1);
+    CHECK(stored(server, "n1")[0].uid == "u1");
+  }
+  SECTION("a claim whose pod is gone is dropped when it stands in the way") {
+    server.delete_pod("ml", "pod-u1");
+    REQUIRE(b.claim(p2, disjoint_from(p2)).ok());
+    std::set<std::string> uids;
+    for (const auto& c : stored(server, "n1")) uids.insert(c.uid);
+    CHECK(uids == std::set<std::string>{"u2", "u3"});
+  }
+  SECTION("a claim whose pod is bound to another node is dropped when it stands in the way") {
+    server.bind_pod("ml", "pod-u1", "n2");
+    REQUIRE(b.claim(p2, disjoint_from(p2)).ok());
+  }
+}
+
+TEST_CASE("a write that loses the race (409) re-reads and judges the winner's claim",
+          "[k8s][claims]") {
+  test::FakeApiServer server;
+  k8s::ApiClient api(server.client_config());
+  Interleaving racing(api);
+  k8s::KubeNodeClaims a(racing, options("replica-a"));
+  k8s::KubeNodeClaims b(api, options("replica-b"));
+  // The object exists, so the next write is a PUT with the precondition.
+  REQUIRE(a.claim(whole("u0", "n1", {7}), disjoint_from(whole("u0", "n1", {7}))).ok());
+  server.add_pod(k8s::testing::pod_object("pod-u2", "u2", ""));
+
+  SECTION("the winner took other GPUs: ours is added beside it") {
+    const model::Allocation theirs = whole("u2", "n1", {2});
+    racing.before_put = [&] { REQUIRE(b.claim(theirs, disjoint_from(theirs)).ok()); };
+    const model::Allocation ours = whole("u1", "n1", {0, 1});
+    REQUIRE(a.claim(ours, disjoint_from(ours)).ok());
+    CHECK(stored(server, "n1").size() == 3);
+  }
+  SECTION("the winner took one of our GPUs: ours is refused") {
+    const model::Allocation theirs = whole("u2", "n1", {1});
+    racing.before_put = [&] { REQUIRE(b.claim(theirs, disjoint_from(theirs)).ok()); };
+    const model::Allocation ours = whole("u1", "n1", {0, 1});
+    CHECK_FALSE(a.claim(ours, disjoint_from(ours)).ok());
+    CHECK(stored(server, "n1").size() == 2);
+  }
+}
+
+TEST_CASE("expired claims are dropped on the next write; a full object refuses claims",
+          "[k8s][claims]") {
+  test::FakeApiServer server;
+  k8s::ApiClient api(server.client_config());
+  std::int64_t clock = 1'000'000;
+  k8s::ClaimOptions o = options("replica-a", &clock);
+  o.max_claims = 3;
+  k8s::KubeNodeClaims a(api, o);
+  k8s::KubeNodeClaims b(api, options("replica-b", &clock));
+  for (int i = 0; i < 3; ++i) {
+    const model::Allocation p = whole("u" + std::to_string(i), "n1", {i});
+    server.add_pod(k8s::testing::pod_object(p.pod_name, p.pod_uid, ""));
+    REQUIRE(b.claim(p, disjoint_from(p)).ok());
+  }
+  const model::Allocation ours = whole("u9", "n1", {5});
+  Status full = a.claim(ours, disjoint_from(ours));
+  REQUIRE_FALSE(full.ok());
+  CHECK_THAT(full.error(), Catch::Contains("3 live claims"));
+
+  clock += std::chrono::milliseconds(o.ttl).count();
+  REQUIRE(a.claim(ours, disjoint_from(ours)).ok());
+  REQUIRE(stored(server, "n1").size() == 1);
+  CHECK(stored(server, "n1")[0].uid == "u9");
+}
+
+TEST_CASE("an unreadable claim object blocks claims on its node with a clear error",
+          "[k8s][claims]") {
+  test::FakeApiServer server;
+  k8s::ApiClient api(server.client_config());
+  const json cm = {{"metadata", {{"name", "gapless-claims-n1"}}}, {"data", {{"claims", "{"}}}};
+  REQUIRE(api.call("POST", "/api/v1/namespaces/gapless-system/configmaps", cm.dump(),
+                   "application/json")
+              ->status == 201);
+  k8s::KubeNodeClaims a(api, options("replica-a"));
+  const model::Allocation ours = whole("u1", "n1", {0});
+  Status s = a.claim(ours, disjoint_from(ours));
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.error(), Catch::Contains("unreadable") && Catch::Contains("delete it"));
+}
