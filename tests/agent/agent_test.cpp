@@ -19,6 +19,7 @@
 #include "gapless/agent/agent.h"
 #include "gapless/agent/topology_annotation.h"
 #include "gapless/k8s/json_fields.h"
+#include "run_command.h"
 #include "temp_dir.h"
 
 namespace {
@@ -215,22 +216,8 @@ TEST_CASE("without NVML the agent says so once and publishes nothing") {
 
 namespace {
 
-struct Exit {
-  int status = -1;
-  std::string out;
-};
-
-// Runs a shell command; stdout captured, stderr to `err_file`.
-Exit run_command(const std::string& command) {
-  Exit e;
-  FILE* p = popen(command.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) e.out.append(buf, n);
-  const int rc = pclose(p);
-  e.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  return e;
-}
+using test::Exit;
+using test::run_command;
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path);

@@ -1,10 +1,8 @@
-// kubectl gapless's views (gapless::cli) over a demo extender's /debug/state and /debug/explain.
-#include <sys/wait.h>
-
-#include <cstdio>
-
+// kubectl gapless: its views (gapless::cli) over a demo extender's /debug/state and /debug/explain,
+// and the binary through a kubeconfig and a fake API server's service proxy.
 #include "fake_api_server.h"
 #include "gapless/cli/views.h"
+#include "run_command.h"
 #include "temp_dir.h"
 #include "test_server.h"
 
@@ -70,25 +68,6 @@ TEST_CASE("kubectl gapless: paths through the API server") {
 }  // namespace gapless::test
 
 namespace gapless::test {
-namespace {
-
-struct Exit {
-  int status = -1;
-  std::string out;
-};
-
-Exit run_command(const std::string& command) {
-  Exit e;
-  FILE* p = popen(command.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) e.out.append(buf, n);
-  const int rc = pclose(p);
-  e.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  return e;
-}
-
-}  // namespace
 
 TEST_CASE("kubectl-gapless through a kubeconfig: the API server's service proxy and pod read") {
   TestServer srv(demo_cluster());
