@@ -199,7 +199,32 @@ void Cluster::upsert_node(Node node) {
   }
   touch(node);
   const std::string name = node.name;
-  nodes_.insert_or_assign(name, std::move(node));
+  auto [it, added] = nodes_.insert_or_assign(name, std::move(node));
+  if (added) by_name_.insert(&it->second);
+}
+
+Cluster::Cluster(const Cluster& other)
+    : nodes_(other.nodes_),
+      allocations_(other.allocations_),
+      pods_by_node_(other.pods_by_node_),
+      stranded_(other.stranded_),
+      free_slots_(other.free_slots_),
+      slot_count_(other.slot_count_),
+      check_host_(other.check_host_),
+      touched_(other.touched_),
+      removed_(other.removed_),
+      allocations_changed_(other.allocations_changed_) {
+  reindex();
+}
+
+Cluster& Cluster::operator=(const Cluster& other) {
+  if (this != &other) *this = Cluster(other);
+  return *this;
+}
+
+void Cluster::reindex() {
+  by_name_.clear();
+  for (const auto& [name, n] : nodes_) by_name_.insert(&n);
 }
 
 void Cluster::touch(Node& node) {
@@ -226,6 +251,7 @@ bool Cluster::remove_node(const std::string& name) {
   free_slots_.push_back(it->second.slot);
   removed_.push_back(&it->second);
   touched_.erase(name);
+  by_name_.erase(name);
   nodes_.erase(it);
   if (auto pods = pods_by_node_.find(name); pods != pods_by_node_.end()) {
     for (const std::string& uid : pods->second) {
@@ -239,8 +265,7 @@ bool Cluster::remove_node(const std::string& name) {
 }
 
 const Node* Cluster::find_node(const std::string& name) const {
-  auto it = nodes_.find(name);
-  return it == nodes_.end() ? nullptr : &it->second;
+  return by_name_.find(name);
 }
 
 std::vector<const Node*> Cluster::nodes() const {

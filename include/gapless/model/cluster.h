@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gapless/model/allocation.h"
+#include "gapless/model/name_index.h"
 #include "gapless/model/node.h"
 #include "gapless/model/result.h"
 
@@ -19,6 +20,11 @@ namespace gapless::model {
 class Cluster {
  public:
   Cluster() = default;
+  // Copies re-index their own nodes; moves keep the nodes where they are.
+  Cluster(const Cluster& other);
+  Cluster& operator=(const Cluster& other);
+  Cluster(Cluster&&) = default;
+  Cluster& operator=(Cluster&&) = default;
 
   // Adds or replaces a node's inventory. Allocations already on the node are re-applied to the
   // new inventory; one that no longer fits (its GPU vanished, say) fences the node instead of
@@ -73,8 +79,13 @@ class Cluster {
   // Marks a node as changed (new Node::generation) and notes it for take_changes().
   void touch(Node& node);
 
-  // Hashed: filter looks up every candidate name of every pod.
+  // Rebuilds by_name_ from nodes_ (after a copy).
+  void reindex();
+
+  // The nodes, at stable addresses; find_node looks them up in by_name_ (filter looks up every
+  // candidate name of every pod).
   std::unordered_map<std::string, Node> nodes_;
+  NameIndex by_name_;
   std::unordered_map<std::string, Allocation> allocations_;
   // Pod UIDs per node, sorted: upsert_node re-applies a node's pods without scanning every
   // allocation (a rebuild from N nodes and P pods stays O(N + P), not O(N x P)).
