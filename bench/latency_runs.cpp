@@ -101,10 +101,12 @@ LatencyRun run_engine(const std::vector<StreamPod>& pods, const LatencyOptions& 
   placement::SchedulerOptions so;
   so.check_host = false;  // as the extender runs it, behind kube-scheduler
   so.use_cache = options.cache;
+  std::vector<BoundPod> bound;
   placement::Scheduler sched(
-      synthetic_cluster(options.nodes, options.fill, 42),
+      synthetic_cluster(options.nodes, options.fill, 42, &bound),
       with_quotas(options.policy ? *options.policy : placement::builtin_policy(), options.quotas),
       so);
+  for (const auto& [info, req] : bound) sched.observe(info, req);  // as the informer does
   std::vector<std::string> names;
   std::unique_ptr<Departures> departures;
   sched.read([&](const model::Cluster& c) {
@@ -120,7 +122,11 @@ LatencyRun run_engine(const std::vector<StreamPod>& pods, const LatencyOptions& 
     if (!parsed) throw std::runtime_error(p.name + ": " + parsed.error());
     const model::GpuRequest& req = parsed->request;
     const auto t0 = Clock::now();
+    const std::uint64_t mix_before = sched.mix_version();
     sched.observe(parsed->info, req);
+    // The learned mix is rebuilt when the pods seen reach 2^k: rare, but it re-scores every
+    // node. Its cost is reported on its own row, and is part of that call's filter too.
+    if (sched.mix_version() != mix_before) run.ms["mix change"].push_back(ms_since(t0));
     auto f = sched.filter(*loaded, parsed->info, req, profile, names);
     const double filter_ms = ms_since(t0);
     const auto t1 = Clock::now();
@@ -314,7 +320,8 @@ LatencyRun run_http(const std::vector<StreamPod>& pods, const LatencyOptions& op
   LatencyRun run;
   run.mode = std::string(options.full_node ? "http full-node" : "http nodeCache") + ", " +
              options.policy_name;
-  model::Cluster cluster = synthetic_cluster(options.nodes, options.fill, 42);
+  std::vector<BoundPod> bound;
+  model::Cluster cluster = synthetic_cluster(options.nodes, options.fill, 42, &bound);
   const Bodies bodies(cluster, options.full_node);
   Departures departures(cluster);
   k8s::InMemoryBinder binder;
@@ -322,6 +329,7 @@ LatencyRun run_http(const std::vector<StreamPod>& pods, const LatencyOptions& op
   server::Extender extender(std::move(cluster),
                             options.policy ? *options.policy : placement::builtin_policy(), binder,
                             metrics);
+  for (const auto& [info, req] : bound) extender.scheduler().observe(info, req);
   server::HttpOptions http;
   http.max_body_bytes = std::size_t{1} << 30;  // full-node bodies of 10,000 nodes are ~40 MB
   server::HttpServer srv(extender, http);

@@ -78,7 +78,8 @@ void print_run(int nodes, const bench::LatencyRun& run, int clients) {
                   100.0 * run.cache_hits / static_cast<double>(run.cache_hits + run.cache_misses));
     extra = buf;
   }
-  for (const char* verb : {"filter", "prioritize", "filter+prioritize", "bind", "/metrics"}) {
+  for (const char* verb :
+       {"filter", "prioritize", "filter+prioritize", "bind", "mix change", "/metrics"}) {
     auto it = run.ms.find(verb);
     if (it == run.ms.end()) continue;
     const auto& v = it->second;

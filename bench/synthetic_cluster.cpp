@@ -47,7 +47,8 @@ model::Node make_node(const std::string& name, int kind) {
 
 }  // namespace
 
-model::Cluster synthetic_cluster(int nodes, double fill, std::uint32_t seed) {
+model::Cluster synthetic_cluster(int nodes, double fill, std::uint32_t seed,
+                                 std::vector<BoundPod>* bound) {
   model::Cluster c;
   char name[32];
   for (int i = 0; i < nodes; ++i) {
@@ -77,7 +78,9 @@ model::Cluster synthetic_cluster(int nodes, double fill, std::uint32_t seed) {
     info.name = "fill-" + std::to_string(pod);
     info.uid = "uid-" + std::to_string(pod);
     auto a = placement::place(c, req, policy.profiles[0], info, node);
-    if (a && c.commit(*a)) placed += req.kind == model::RequestKind::kWhole ? req.whole : 1;
+    if (!a || !c.commit(*a)) continue;
+    placed += req.kind == model::RequestKind::kWhole ? req.whole : 1;
+    if (bound != nullptr) bound->emplace_back(info, req);
   }
   return c;
 }

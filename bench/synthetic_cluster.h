@@ -5,12 +5,20 @@
 
 #include <cstdint>
 
+#include <utility>
+#include <vector>
+
 #include "gapless/model/cluster.h"
+#include "gapless/model/request.h"
 
 namespace gapless::bench {
 
 // `nodes` nodes named node-00000...; about `fill` of the whole-GPU capacity is then taken by
 // random 1/2/4-GPU and shared pods placed with the built-in policy. Same seed => same cluster.
-model::Cluster synthetic_cluster(int nodes, double fill, std::uint32_t seed);
+// `bound`, when given, receives those pods: a live extender learns its workload mix from the
+// bound pods it finds at start-up (informer, --cluster file), and a benchmark should too.
+using BoundPod = std::pair<model::PodInfo, model::GpuRequest>;
+model::Cluster synthetic_cluster(int nodes, double fill, std::uint32_t seed,
+                                 std::vector<BoundPod>* bound = nullptr);
 
 }  // namespace gapless::bench
