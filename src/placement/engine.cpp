@@ -62,7 +62,8 @@ std::unordered_map<std::string, std::string> FilterResult::labels() const {
 // The hot path of every pod: no allocation per node beyond the output names. A name given twice
 // is reported once: known nodes are recognised by their slot, unknown ones (rare) by name.
 FilterResult filter(const model::Cluster& cluster, const model::GpuRequest& asked,
-                    const std::vector<std::string>& nodes, VerdictCache* cache, bool check_host) {
+                    const std::vector<std::string>& nodes, VerdictCache* cache, bool check_host,
+                    std::vector<const model::Node*>* passed_nodes) {
   model::GpuRequest stripped;
   const model::GpuRequest& req = fit_request(asked, check_host, &stripped);
   std::optional<VerdictCache::Lease> lease;
@@ -97,6 +98,7 @@ FilterResult filter(const model::Cluster& cluster, const model::GpuRequest& aske
       if (!unknown_seen.insert(name).second) continue;
       if (req.kind == model::RequestKind::kNone) {
         out.passed.push_back(name);
+        if (passed_nodes != nullptr) passed_nodes->push_back(nullptr);
         continue;
       }
       reject(name, &unknown_reason, [] {
@@ -110,6 +112,7 @@ FilterResult filter(const model::Cluster& cluster, const model::GpuRequest& aske
     const QuickFit fit = verdict(*node);
     if (fit.code == FitCode::kFits) {
       out.passed.push_back(name);
+      if (passed_nodes != nullptr) passed_nodes->push_back(node);
       continue;
     }
     reject(name, &reason_index.at(static_cast<std::size_t>(fit.why)), [&] {
@@ -229,6 +232,26 @@ std::vector<double> score_nodes(const model::Cluster& cluster, const model::GpuR
     s = quick_fit(*node, fit).code == FitCode::kFits ? score_fitting_node(*node, req, profile)
                                                      : -1.0;
     if (lease) lease->put(*node, s);
+    scores.push_back(s);
+  }
+  return scores;
+}
+
+std::vector<double> score_passed_nodes(const std::vector<const model::Node*>& nodes,
+                                       const model::GpuRequest& req, const Profile& profile,
+                                       std::size_t slot_count, VerdictCache* cache) {
+  std::optional<VerdictCache::Lease> lease;
+  if (cache != nullptr && scores_are_cacheable(profile)) {
+    lease.emplace(cache->lease(req, &profile, slot_count));
+  }
+  std::vector<double> scores;
+  scores.reserve(nodes.size());
+  for (const model::Node* node : nodes) {
+    double s = -1.0;
+    if (node != nullptr && !(lease && lease->get(*node, &s))) {
+      s = score_fitting_node(*node, req, profile);
+      if (lease) lease->put(*node, s);
+    }
     scores.push_back(s);
   }
   return scores;

@@ -1,7 +1,9 @@
 #include "gapless/placement/scheduler.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
+#include <utility>
 
 #include "gapless/placement/demand.h"
 #include "gapless/placement/fit.h"
@@ -15,18 +17,26 @@ namespace {
 // under one unresolvable reason. `raw` is aligned with r.passed.
 void narrow(FilterResult& r, std::size_t keep, const std::vector<double>& raw) {
   if (keep == 0 || r.passed.size() <= keep) return;
-  std::vector<std::uint64_t> rank;
-  rank.reserve(r.passed.size());
-  for (const std::string& n : r.passed) rank.push_back(tie_break_rank(n));
-  std::vector<std::size_t> order(r.passed.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep - 1),
-                   order.end(), [&](std::size_t a, std::size_t b) {
-                     if (raw[a] != raw[b]) return raw[a] > raw[b];
-                     return rank[a] != rank[b] ? rank[a] < rank[b] : a < b;
-                   });
+  // The keep-th best score: nodes above it are kept; among those level with it, the lowest
+  // tie-break ranks fill the remaining places (ranks are hashed for those nodes only).
+  std::vector<double> sorted = raw;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(keep - 1),
+                   sorted.end(), std::greater<>());
+  const double threshold = sorted[keep - 1];
   std::vector<bool> kept(r.passed.size(), false);
-  for (std::size_t i = 0; i < keep; ++i) kept[order[i]] = true;
+  std::vector<std::pair<std::uint64_t, std::size_t>> level;  // (rank, index) at the threshold
+  std::size_t places = keep;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] > threshold) {
+      kept[i] = true;
+      --places;
+    } else if (raw[i] == threshold) {
+      level.emplace_back(tie_break_rank(r.passed[i]), i);
+    }
+  }
+  std::nth_element(level.begin(), level.begin() + static_cast<std::ptrdiff_t>(places - 1),
+                   level.end());
+  for (std::size_t i = 0; i < places; ++i) kept[level[i].second] = true;
   const std::size_t reason = r.reasons.size();
   r.reasons.push_back({"gapless: narrowed out: the policy keeps the " + std::to_string(keep) +
                            " best-scored of " + std::to_string(r.passed.size()) +
@@ -169,28 +179,33 @@ FilterResult Scheduler::filter(const LoadedPolicy& loaded, const model::PodInfo&
 
 FilterResult Scheduler::filter_locked(const std::vector<Quota>& quotas, const model::PodInfo& pod,
                                       const model::GpuRequest& req,
-                                      const std::vector<std::string>& nodes,
-                                      VerdictCache* cache) const {
+                                      const std::vector<std::string>& nodes, VerdictCache* cache,
+                                      std::vector<const model::Node*>* passed_nodes) const {
   if (!quotas.empty()) {
     std::string why = over_quota(quotas, quota_view(), pod.ns, quota_demand(req));
     if (!why.empty()) return refuse_all(nodes, std::move(why));
   }
-  FilterResult r = placement::filter(cluster_, req, nodes, cache, options_.check_host);
-  if (!quotas.empty()) apply_model_quotas(quotas, pod, req, &r);
+  std::vector<const model::Node*> resolved;
+  FilterResult r = placement::filter(cluster_, req, nodes, cache, options_.check_host, &resolved);
+  if (!quotas.empty()) apply_model_quotas(quotas, pod, req, &r, &resolved);
+  if (passed_nodes != nullptr) *passed_nodes = std::move(resolved);
   return r;
 }
 
 void Scheduler::apply_model_quotas(const std::vector<Quota>& quotas, const model::PodInfo& pod,
-                                   const model::GpuRequest& req, FilterResult* r) const {
+                                   const model::GpuRequest& req, FilterResult* r,
+                                   std::vector<const model::Node*>* passed_nodes) const {
   const auto over = models_over_quota(quotas, quota_view(), pod.ns, quota_demand(req));
   if (over.empty()) return;  // the common case: no per-model work per node
   std::vector<std::string> passed;
-  for (std::string& name : r->passed) {
+  std::vector<const model::Node*> kept_nodes;
+  for (std::size_t i = 0; i < r->passed.size(); ++i) {
+    std::string& name = r->passed[i];
     // The node fails when every model it could serve the pod with is over its limit; a node
     // with several models may pass, and reserve then checks the GPUs actually picked.
     const std::string* why = nullptr;
     bool some_model_ok = false;
-    const model::Node* node = cluster_.find_node(name);
+    const model::Node* node = (*passed_nodes)[i];
     static const std::vector<model::Gpu> kNoGpus;
     for (const model::Gpu& g : node != nullptr ? node->gpus : kNoGpus) {
       if (!can_serve(g, req)) continue;
@@ -203,6 +218,7 @@ void Scheduler::apply_model_quotas(const std::vector<Quota>& quotas, const model
     }
     if (some_model_ok || why == nullptr) {
       passed.push_back(std::move(name));
+      kept_nodes.push_back(node);
       continue;
     }
     auto it = std::find_if(r->reasons.begin(), r->reasons.end(),
@@ -212,16 +228,38 @@ void Scheduler::apply_model_quotas(const std::vector<Quota>& quotas, const model
     r->rejected.push_back({std::move(name), static_cast<std::size_t>(it - r->reasons.begin())});
   }
   r->passed = std::move(passed);
+  *passed_nodes = std::move(kept_nodes);
 }
 
 FilterResult Scheduler::filter(const LoadedPolicy& loaded, const model::PodInfo& pod,
                                const model::GpuRequest& req, const Profile& profile,
                                const std::vector<std::string>& nodes, std::uint64_t draw) const {
-  FilterResult r = filter(loaded, pod, req, nodes);
   const auto keep = static_cast<std::size_t>(std::max(profile.keep_best, 0));
-  if (keep == 0 || r.passed.size() <= keep) return r;
-  narrow(r, keep, score(loaded, req, profile, r.passed, draw));
+  if (keep == 0) return filter(loaded, pod, req, nodes);
+  // One read lock for filter and the scores narrowing needs: the nodes that passed still fit
+  // when scored, so scoring neither looks their names up again nor re-checks the fit.
+  std::shared_lock lock(mu_);
+  std::vector<const model::Node*> passed_nodes;
+  FilterResult r = filter_locked(loaded.policy.quotas, pod, req, nodes,
+                                 options_.use_cache ? &loaded.cache : nullptr, &passed_nodes);
+  if (r.passed.size() <= keep) return r;
+  narrow(r, keep, score_locked(loaded, req, profile, passed_nodes, draw));
   return r;
+}
+
+std::vector<double> Scheduler::score_locked(const LoadedPolicy& loaded,
+                                            const model::GpuRequest& req, const Profile& profile,
+                                            const std::vector<const model::Node*>& nodes,
+                                            std::uint64_t draw) const {
+  VerdictCache* cache = options_.use_cache && loaded.cache_mix_version.load() == mix_version_.load()
+                            ? &loaded.cache
+                            : nullptr;
+  if (!uses_draw(profile)) {
+    return score_passed_nodes(nodes, req, profile, cluster_.slot_count(), cache);
+  }
+  Profile drawn = profile;  // rare (the random baseline): a copy carries this pod's draw
+  drawn.context.draw = draw;
+  return score_passed_nodes(nodes, req, drawn, cluster_.slot_count(), nullptr);
 }
 
 std::vector<double> Scheduler::score(const LoadedPolicy& loaded, const model::GpuRequest& req,

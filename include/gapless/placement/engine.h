@@ -49,9 +49,12 @@ struct FilterResult {
 // With a cache, verdicts of nodes unchanged since this shape was last asked about are reused;
 // the answer is the same either way.
 // `check_host` false: CPU and memory are not checked (kube-scheduler's NodeResourcesFit did).
+// `passed_nodes`, when given, receives the node of each passed name (aligned with passed; null
+// for an unknown name a kNone request passes), for a caller that scores them under the same lock.
 FilterResult filter(const model::Cluster& cluster, const model::GpuRequest& req,
                     const std::vector<std::string>& nodes, VerdictCache* cache = nullptr,
-                    bool check_host = true);
+                    bool check_host = true,
+                    std::vector<const model::Node*>* passed_nodes = nullptr);
 
 // Node score in [0, 1] for a node the request fits, or -1 when it does not fit.
 double score_node(const model::Node& node, const model::GpuRequest& req, const Profile& profile);
@@ -90,6 +93,13 @@ ScoreBreakdown explain_fitting_node(const model::Node& node, const model::GpuReq
 std::vector<double> score_nodes(const model::Cluster& cluster, const model::GpuRequest& req,
                                 const Profile& profile, const std::vector<std::string>& nodes,
                                 VerdictCache* cache = nullptr, bool check_host = true);
+
+// score_nodes for nodes that just passed filter, under the same lock: no name lookups and no
+// second fit check (a null node scores -1). Same cache entries as score_nodes.
+// REQUIRES: the request fits each non-null node now (filter said so and nothing changed since).
+std::vector<double> score_passed_nodes(const std::vector<const model::Node*>& nodes,
+                                       const model::GpuRequest& req, const Profile& profile,
+                                       std::size_t slot_count, VerdictCache* cache = nullptr);
 
 // kube-scheduler's extender score range is 0..10 (MaxExtenderPriority).
 inline constexpr int kMaxNodeScore = 10;

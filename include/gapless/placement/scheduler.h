@@ -197,12 +197,22 @@ class Scheduler {
   // REQUIRES: read lock. The quota check's inputs.
   QuotaView quota_view() const { return QuotaView{quota_usage_, cluster_gpus_}; }
   // REQUIRES: read lock. The Filter stage under these quotas.
+  // `passed_nodes`, when given, receives the passed names' nodes (aligned with r.passed).
   FilterResult filter_locked(const std::vector<Quota>& quotas, const model::PodInfo& pod,
                              const model::GpuRequest& req, const std::vector<std::string>& nodes,
-                             VerdictCache* cache) const;
-  // REQUIRES: read lock. Rejects the passed nodes per-model quota limits refuse.
+                             VerdictCache* cache,
+                             std::vector<const model::Node*>* passed_nodes = nullptr) const;
+  // REQUIRES: read lock. Rejects the passed nodes per-model quota limits refuse; `passed_nodes`
+  // is aligned with r->passed before and after.
   void apply_model_quotas(const std::vector<Quota>& quotas, const model::PodInfo& pod,
-                          const model::GpuRequest& req, FilterResult* r) const;
+                          const model::GpuRequest& req, FilterResult* r,
+                          std::vector<const model::Node*>* passed_nodes) const;
+  // REQUIRES: read lock, and the request fits each node (it just passed filter under it).
+  // The Score stage over those nodes.
+  std::vector<double> score_locked(const LoadedPolicy& loaded, const model::GpuRequest& req,
+                                   const Profile& profile,
+                                   const std::vector<const model::Node*>& nodes,
+                                   std::uint64_t draw) const;
   // REQUIRES: read lock. Narrows fit->models to the node's models that `pod` may still use
   // under per-model limits, so the pick on a node of several models avoids those over their
   // limit; returns the reason when no usable model is left.
