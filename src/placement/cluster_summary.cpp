@@ -154,6 +154,20 @@ void LiveSummary::refresh_node(const model::Node& node, const FragmentCache& fra
   accumulate(total_, mine, +1);
 }
 
+void LiveSummary::refresh_fragments(const FragmentCache& fragments) {
+  for (auto& [node, mine] : per_node_) {
+    const model::Node& n = *node;
+    ModelSummary& own = mine.models[n.gpus.empty() ? std::string() : n.gpus.front().model];
+    ModelSummary& sum = total_.models[n.gpus.empty() ? std::string() : n.gpus.front().model];
+    const double fragment = dyadic(fragments.fragment(n));
+    const double stranded = dyadic(fragments.stranding(n));
+    sum.fragment_milli += fragment - own.fragment_milli;
+    sum.stranded_milli += stranded - own.stranded_milli;
+    own.fragment_milli = fragment;
+    own.stranded_milli = stranded;
+  }
+}
+
 void LiveSummary::erase(const model::Node* node) {
   auto it = per_node_.find(node);
   if (it == per_node_.end()) return;

@@ -147,7 +147,7 @@ void Scheduler::forget(const std::string& pod_uid) {
 
 void Scheduler::mix_changed() {
   fragments_.rebuild(cluster_.nodes());
-  summary_.rebuild(cluster_.nodes(), fragments_);
+  summary_.refresh_fragments(fragments_);
   const std::uint64_t version = ++mix_version_;
   auto loaded = policy();
   loaded->cache.clear();

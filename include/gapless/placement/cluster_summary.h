@@ -77,8 +77,13 @@ ClusterSummary summarize(std::span<const model::Node* const> nodes, const Fragme
 // one node's summary. Nodes are keys only in erase(), never dereferenced there.
 class LiveSummary {
  public:
-  // Recomputes every node (the mix changed, so every node's F_n(M) did).
+  // Recomputes every node (start-up, a new cluster).
   void rebuild(std::span<const model::Node* const> nodes, const FragmentCache& fragments);
+  // The mix changed: only F_n(M) and stranding moved. Takes them from the (rebuilt) cache for
+  // each node already summarized, leaving the counts and clique sizes as they are: a mix change
+  // at 5,000 nodes then costs a pass over the cache, not a summary per node.
+  // REQUIRES: every node summarized is still alive (erase() has seen those that left).
+  void refresh_fragments(const FragmentCache& fragments);
   // Recomputes one node added or changed since.
   void refresh_node(const model::Node& node, const FragmentCache& fragments);
   // Takes out a node that left the cluster.
