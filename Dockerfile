@@ -28,7 +28,8 @@ FROM debian:bookworm-slim
 #   libcpp-httplib.so.0.11 -> libcpp-httplib0.11 (pulls libssl3, zlib1g, libbrotli1)
 #   libyaml-cpp.so.0.7 -> libyaml-cpp0.7;  libprometheus-cpp-core.so.1.0 -> libprometheus-cpp-core1.0
 #   libssl.so.3/libcrypto.so.3 -> libssl3 (HTTPS to the API server); libz -> zlib1g;
-#   libbrotli{dec,enc,common} -> libbrotli1; libstdc++/libgcc_s/libc are already in the base image.
+#   libbrotli{dec,enc,common} -> libbrotli1; libsimdjson.so.14 -> libsimdjson14 (full-node bodies);
+#   libstdc++/libgcc_s/libc are already in the base image.
 #   gapless-agent's device plugin: libgrpc++.so.1.51 -> libgrpc++1.51 (pulls libgrpc29),
 #   libprotobuf.so.32 -> libprotobuf32.
 # ca-certificates: for API servers whose certificate chains to a public CA (a kubeconfig without
@@ -36,7 +37,7 @@ FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libcpp-httplib0.11 libyaml-cpp0.7 libprometheus-cpp-core1.0 libssl3 zlib1g libbrotli1 \
-      libgrpc++1.51 libprotobuf32 ca-certificates \
+      libsimdjson14 libgrpc++1.51 libprotobuf32 ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 65532 nonroot \
  && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \

@@ -1,10 +1,12 @@
 #include "gapless/server/extender.h"
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <unordered_set>
 
 #include "explain_json.h"
+#include "full_node_args.h"
 #include "gapless/k8s/allocation_record.h"
 #include "gapless/k8s/pod_request.h"
 #include "gapless/placement/engine.h"
@@ -48,13 +50,28 @@ std::string error_only(const std::string& message) {
 
 // What filter and prioritize both read: the pod and the candidate nodes.
 struct ExtenderArgs {
-  json args;
   k8s::ParsedPod pod;
   std::vector<std::string> nodes;
   bool full_mode = false;
+  // Full mode: the JSON of the Node item nodes[i] (filter answers with the passing ones).
+  std::function<std::string(std::size_t)> item_json;
 };
 
+// Full-node bodies through the DOM-free reader (wire::read_full_node_args); the Pod's text
+// then goes through the usual parser, so a pod is checked the same way in both modes.
+std::optional<Result<ExtenderArgs>> parse_full_node_args(std::string_view body) {
+  auto full = wire::read_full_node_args(body);
+  if (!full) return std::nullopt;
+  auto pod = wire::parse_object(full->pod);
+  if (!pod) return Result<ExtenderArgs>(Error{pod.error()});
+  auto parsed = k8s::parse_pod(*pod);
+  if (!parsed) return Result<ExtenderArgs>(Error{parsed.error()});
+  return Result<ExtenderArgs>(
+      ExtenderArgs{std::move(*parsed), std::move(full->names), true, std::move(full->item_json)});
+}
+
 Result<ExtenderArgs> parse_args(std::string_view body) {
+  if (auto full = parse_full_node_args(body)) return std::move(*full);
   auto args = wire::parse_extender_args(body);
   if (!args) return Error{args.error()};
   const json* pod = wire::field(args->object, "Pod");
@@ -64,7 +81,12 @@ Result<ExtenderArgs> parse_args(std::string_view body) {
   bool full = false;
   auto names = wire::node_names(*args, &full);
   if (!names) return Error{names.error()};
-  return ExtenderArgs{std::move(args->object), std::move(*parsed), std::move(*names), full};
+  ExtenderArgs out{std::move(*parsed), std::move(*names), full, {}};
+  const json* nodes = full ? wire::field(args->object, "Nodes") : nullptr;
+  if (const json* items = nodes != nullptr ? wire::field(*nodes, "items") : nullptr) {
+    out.item_json = [items = *items](std::size_t i) { return wire::dump(items.at(i)); };
+  }
+  return out;
 }
 
 // The best raw score minus the runner-up's, when at least two nodes fit.
@@ -161,31 +183,7 @@ std::string Extender::filter(std::string_view body) {
     metrics_.count_rejection(std::string(r.reasons[i].label), static_cast<double>(per_reason[i]));
   }
   if (!args->full_mode) return wire::filter_names_answer(r);  // no DOM: issue 12
-
-  json failed = json::object();
-  json unresolvable = json::object();
-  for (auto& [node, reason] : r.rejected) {
-    (r.reasons[reason].unresolvable ? unresolvable : failed)[std::move(node)] =
-        r.reasons[reason].text;
-  }
-  json out;
-  out["FailedNodes"] = std::move(failed);
-  out["FailedAndUnresolvableNodes"] = std::move(unresolvable);
-  out["Error"] = "";
-  // Full mode: return the passing input items unmodified.
-  std::unordered_set<std::string> pass(r.passed.begin(), r.passed.end());
-  json items = json::array();
-  const json* nodes = wire::field(args->args, "Nodes");
-  if (const json* in = nodes ? wire::field(*nodes, "items") : nullptr) {
-    for (const json& item : *in) {
-      const std::string name =
-          (*wire::field(*wire::field(item, "metadata"), "name")).get<std::string>();
-      if (pass.erase(name) != 0) items.push_back(item);
-    }
-  }
-  out["Nodes"] = json{{"metadata", json::object()}, {"items", std::move(items)}};
-  out["NodeNames"] = nullptr;
-  return wire::dump(out);
+  return wire::filter_items_answer(r, args->nodes, args->item_json);
 }
 
 std::string Extender::prioritize(std::string_view body) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <memory>
 
 namespace gapless::server::front_door {
@@ -76,6 +77,12 @@ BodyRead read_body(const httplib::Request& req, const httplib::ContentReader& re
     body->append(data, n);
     return true;
   };
+  // One allocation for a declared length within the limit, not a doubling per chunk (a
+  // full-node body is megabytes).
+  if (const auto declared = req.get_header_value<std::uint64_t>("Content-Length");
+      declared > 0 && declared <= limit) {
+    body->reserve(static_cast<std::size_t>(declared));
+  }
   bool ok = false;
   if (req.is_multipart_form_data()) {
     // httplib parses multipart bodies itself and only when asked for parts: refuse every part.

@@ -293,9 +293,9 @@ void append_rejections(std::string& out, Rejections rejections,
   out += '}';
 }
 
-}  // namespace
-
-std::string filter_names_answer(const placement::FilterResult& r) {
+// {"Error":"","FailedAndUnresolvableNodes":{...},"FailedNodes":{...}: the head both filter
+// answers share.
+std::string filter_answer_head(const placement::FilterResult& r) {
   std::vector<std::string> reason_json;  // each reason escaped once, however many nodes share it
   for (const auto& reason : r.reasons) reason_json.push_back(dump(json(reason.text)));
   Rejections failed;
@@ -307,6 +307,30 @@ std::string filter_names_answer(const placement::FilterResult& r) {
   append_rejections(out, std::move(unresolvable), reason_json);
   out += ",\"FailedNodes\":";
   append_rejections(out, std::move(failed), reason_json);
+  return out;
+}
+
+}  // namespace
+
+std::string filter_items_answer(const placement::FilterResult& r,
+                                const std::vector<std::string>& names,
+                                const std::function<std::string(std::size_t)>& item_json) {
+  std::unordered_set<std::string_view> pass(r.passed.begin(), r.passed.end());
+  std::string out = filter_answer_head(r);
+  out += ",\"NodeNames\":null,\"Nodes\":{\"items\":[";
+  bool first = true;
+  for (std::size_t i = 0; item_json && i < names.size(); ++i) {
+    if (pass.erase(names[i]) == 0) continue;
+    if (!first) out += ',';
+    first = false;
+    out += item_json(i);
+  }
+  out += "],\"metadata\":{}}}";
+  return out;
+}
+
+std::string filter_names_answer(const placement::FilterResult& r) {
+  std::string out = filter_answer_head(r);
   out += ",\"NodeNames\":[";
   for (std::size_t i = 0; i < r.passed.size(); ++i) {
     if (i > 0) out += ',';

@@ -1,6 +1,7 @@
 // JSON helpers for kube-scheduler's extender wire format. Private to the server.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -47,6 +48,12 @@ std::string dump(const nlohmann::json& j);
 //
 // ExtenderFilterResult with NodeNames = r.passed, Nodes = null, Error = "".
 std::string filter_names_answer(const placement::FilterResult& r);
+// ExtenderFilterResult in full-node mode: Nodes = {"items":[...],"metadata":{}} with the input
+// items of the passing nodes (item_json(i): the JSON of the item named names[i]; none when
+// empty), each once, in input order; NodeNames = null; Error = "".
+std::string filter_items_answer(const placement::FilterResult& r,
+                                const std::vector<std::string>& names,
+                                const std::function<std::string(std::size_t)>& item_json);
 // HostPriorityList: [{"Host":hosts[i],"Score":scores[i]}, ...]. REQUIRES: equal sizes.
 std::string host_priority_list(const std::vector<std::string>& hosts,
                                const std::vector<int>& scores);

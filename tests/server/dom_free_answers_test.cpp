@@ -87,3 +87,62 @@ TEST_CASE("NodeNames read straight into names: every shape reads as through the 
 }
 
 }  // namespace gapless::test
+
+namespace gapless::test {
+
+// Full-node bodies go through simdjson (wire::read_full_node_args) when it takes them, and
+// through the usual parser otherwise: both must answer alike.
+TEST_CASE("full-node bodies: the passing items come back as they were sent, in input order",
+          "[server][wire][full_node]") {
+  Fixture f;
+  const std::string pod = "{\"Pod\":" + gpu_pod("p", "uid-p", 8).dump() + ",";
+  auto filter = [&](const std::string& rest) { return f.extender.filter(pod + rest); };
+  // Keys out of alphabetical order, a number, escapes, a deep object Gapless never reads.
+  const std::string n2 =
+      R"({"metadata":{"name":"n2","labels":{"z":"1","a":"caf\u00e9 \"q\""}},"kind":"Node",)"
+      R"("spec":{"podCIDR":"10.0.0.0/24"},"status":{"daemonEndpoints":{"kubeletEndpoint":)"
+      R"({"Port":10250}}},"apiVersion":"v1"})";
+  const std::string n1 = R"({"metadata":{"name":"n1"}})";
+  const std::string answer =
+      filter(R"("Nodes":{"items":[)" + n2 + "," + R"({"metadata":{"name":"gone"}},)" + n1 + "]}}");
+  const json a = json::parse(answer);
+  INFO(answer);
+  CHECK(a.at("Error") == "");
+  CHECK(a.at("NodeNames").is_null());
+  // n1 has 4 GPUs: too small for 8. n2 passes; "gone" is unknown.
+  REQUIRE(a.at("Nodes").at("items").size() == 1);
+  CHECK(a.at("Nodes").at("items")[0] == json::parse(n2));
+  CHECK(a.at("FailedAndUnresolvableNodes").contains("gone"));
+  // The item's keys keep their input order (metadata first, apiVersion last).
+  CHECK(answer.find(R"({"metadata":{"name":"n2","labels":{"z":"1")") != std::string::npos);
+  CHECK(answer.find(R"("apiVersion":"v1"})") != std::string::npos);
+}
+
+TEST_CASE("full-node bodies the fast reader declines get the usual answers",
+          "[server][wire][full_node]") {
+  Fixture f;
+  const std::string pod = "{\"Pod\":" + gpu_pod("p", "uid-p", 1).dump() + ",";
+  auto error = [&](const std::string& rest) {
+    return json::parse(f.extender.filter(pod + rest)).at("Error").get<std::string>();
+  };
+  CHECK(error(R"("Nodes":{"items":[{"metadata":{}}]}})") == "Nodes.items[] needs metadata.name");
+  CHECK(error(R"("Nodes":{"items":[{"metadata":{"name":5}}]}})") ==
+        "Nodes.items[] needs metadata.name");
+  CHECK(error(R"("Nodes":"n1"})") == "Nodes must be a NodeList with an items array");
+  CHECK(error(R"("Nodes":{"items":{}}})") == "Nodes must be a NodeList with an items array");
+  CHECK(error(R"("Nodes":{"items":[]},"nodes":{"items":[]}})").find("duplicate key") !=
+        std::string::npos);
+  CHECK(error(R"("Nodes":{"items":[{"metadata":{"name":"n1"}}]})").find("parse") !=
+        std::string::npos);  // truncated
+  // A pod checked as in nodeCache mode: a duplicate key inside it is refused.
+  const std::string dup_pod =
+      R"({"Pod":{"metadata":{"name":"p","name":"q"}},"Nodes":{"items":[]}})";
+  CHECK(json::parse(f.extender.filter(dup_pod))
+            .at("Error")
+            .get<std::string>()
+            .find("duplicate key") != std::string::npos);
+  CHECK(error(R"("Nodes":{"items":[]}})") == "");
+  CHECK(error(R"("Nodes":{}})") == "");
+}
+
+}  // namespace gapless::test
