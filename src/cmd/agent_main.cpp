@@ -64,8 +64,8 @@ void add_flags(CLI::App& app, Options& o) {
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
   app.add_flag("--device-plugin", o.device_plugin,
-               "serve the kubelet device plugin: nvidia.com/gpu (replaces NVIDIA's plugin) and "
-               "gapless.io/gpu-shared-count");
+               "serve the kubelet device plugin: nvidia.com/gpu (replaces NVIDIA's plugin), "
+               "gapless.io/gpu-shared-count and, on MIG-enabled GPUs, nvidia.com/mig-<profile>");
   app.add_option("--device-plugin-dir", o.device_plugin_dir,
                  "the kubelet's device plugin directory (kubelet.sock and the plugin sockets)")
       ->capture_default_str();
