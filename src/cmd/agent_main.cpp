@@ -207,7 +207,7 @@ int publish(const Options& o) {
     a.hide_mig_instances([instances](const agent::GpuState& g, const model::MigInstance& i) {
       return instances->created(g.uuid, i.start);
     });
-    reaper = std::thread([&] { reap_mig(*instances, *api, o); });
+    reaper = std::thread([instances, &api, &o] { reap_mig(*instances, *api, o); });
   }
   std::signal(SIGTERM, [](int) { g_stop = true; });
   std::signal(SIGINT, [](int) { g_stop = true; });

@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+
+#include "agent_process.h"
 #include "eventually.h"
 #include "fake_api_server.h"
 #include "fake_kubelet.h"
@@ -13,6 +16,7 @@
 #include "gapless/agent/device_plugin.h"
 #include "gapless/agent/mig_reaper.h"
 #include "gapless/k8s/allocation_record.h"
+#include "kubeconfig.h"
 #include "temp_dir.h"
 
 using namespace gapless;
@@ -326,4 +330,60 @@ TEST_CASE("the agent hides the instances it made, so the GPU stays reconfigurabl
   const json doc = json::parse(*text);
   CHECK(doc["gpus"][7]["mig"]["instances"].empty());
   CHECK(doc["gpus"][6]["mig"]["instances"].size() == 3);
+}
+
+namespace {
+
+// The agent's file of the instances it created: "GPU@start" each.
+std::set<std::string> created_file(const test::TempDir& dir) {
+  std::ifstream in(dir.file("gapless/mig-instances.json"));
+  const json doc = json::parse(in, nullptr, false);
+  std::set<std::string> out;
+  if (!doc.is_object() || !doc.contains("instances")) return out;
+  for (const auto& i : doc["instances"]) {
+    out.insert(i["gpu"].get<std::string>() + "@" + std::to_string(i["start"].get<int>()));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("gapless-agent --device-plugin serves MIG profiles, creates and reaps instances",
+          "[deviceplugin][mig]") {
+  test::TempDir dir;
+  test::FakeApiServer api;
+  api.add_node({{"metadata", {{"name", "gpu-1"}}}});
+  test::FakeKubelet kubelet(dir.path().string());
+  const pid_t pid = test::spawn_agent(
+      {"--device-plugin", "--device-plugin-dir", dir.path().string(), "--kubeconfig",
+       test::write_token_kubeconfig(dir, api.url(), "t"), "--nvml-library", GAPLESS_FAKE_NVML,
+       "--listen", "127.0.0.1:0", "--node-name", "gpu-1", "--mig-grace-period", "0"},
+      test::nvml_fixture("dgx-a100"), dir.file("stderr"));
+  REQUIRE(pid >= 0);
+  // 1g.10gb: 7 placements on GPU 7, the operator's one on GPU 6; 3g.40gb: 2 and 1.
+  const bool up = eventually(
+      [&] {
+        return kubelet.devices(kMig1g).size() == 8 &&
+               kubelet.devices("nvidia.com/mig-3g.40gb").size() == 3 &&
+               kubelet.devices("nvidia.com/gpu").size() == 6;
+      },
+      10s);
+  test::FakeKubelet::Admitted admitted;
+  bool made = false, reaped = false;
+  if (up) {
+    api.add_pod(mig_pod("p", "2026-11-23T10:00:01Z", {{7, 3}}));
+    admitted = kubelet.admit(kMig1g, 1);
+    made = created_file(dir) == std::set<std::string>{kGpu7 + "@3"};
+    api.update_pod("ml", "p", [](json& p) { p["status"]["phase"] = "Succeeded"; });
+    reaped = eventually([&] { return created_file(dir).empty(); }, 10s);
+  }
+  const int status = test::stop_agent(pid);
+  INFO(std::ifstream(dir.file("stderr")).rdbuf());
+  REQUIRE(up);
+  REQUIRE(admitted.ok);
+  CHECK(visible(admitted).rfind("MIG-", 0) == 0);
+  CHECK(made);
+  CHECK(reaped);  // grace period 0: gone at the first sweep after the pod finished
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
