@@ -265,6 +265,7 @@ Status MigInstances::save() const {
 Result<std::string> MigInstances::ensure(const MigSlot& slot,
                                          const std::function<bool(const MigSlot&)>& removable) {
   std::lock_guard lock(mu_);
+  handed_[slot] = ++generation_;  // a reaper whose pod list is older must not destroy it now
   if (!supported()) return Error{"this NVML cannot create MIG instances (driver too old)"};
   Calls nvml(nvml_);
   auto gpu = nvml.gpu(slot.gpu_uuid);
@@ -331,10 +332,13 @@ Result<std::string> MigInstances::ensure(const MigSlot& slot,
   return uuid;
 }
 
-Status MigInstances::destroy(const MigSlot& slot) {
+Status MigInstances::destroy(const MigSlot& slot, std::uint64_t handed_before) {
   std::lock_guard lock(mu_);
   auto ours = std::find(created_.begin(), created_.end(), slot);
   if (ours == created_.end()) return Error{to_string(slot) + " was not created by Gapless"};
+  if (auto h = handed_.find(slot); h != handed_.end() && h->second > handed_before) {
+    return Error{to_string(slot) + " was handed to a container meanwhile"};
+  }
   Calls nvml(nvml_);
   auto gpu = nvml.gpu(slot.gpu_uuid);
   if (!gpu.ok()) return Error{gpu.error()};
@@ -347,6 +351,11 @@ Status MigInstances::destroy(const MigSlot& slot) {
   }
   created_.erase(ours);
   return save();
+}
+
+std::uint64_t MigInstances::generation() const {
+  std::lock_guard lock(mu_);
+  return generation_;
 }
 
 bool MigInstances::created(const std::string& gpu_uuid, int start) const {

@@ -13,6 +13,8 @@ MigReaper::MigReaper(MigInstances& mig, k8s::ApiTransport& api, std::string node
     : mig_(mig), api_(api), node_(std::move(node)), grace_(grace), log_(std::move(log)) {}
 
 Result<std::vector<MigSlot>> MigReaper::sweep(Clock::time_point now) {
+  // Before the list: an instance handed out after this is not judged by this (older) list.
+  const std::uint64_t generation = mig_.generation();
   const std::string path = "/api/v1/pods?fieldSelector=spec.nodeName%3D" + node_;
   auto response = api_.call("GET", path);
   if (!response.ok()) return Error{"listing this node's pods: " + response.error()};
@@ -40,7 +42,7 @@ Result<std::vector<MigSlot>> MigReaper::sweep(Clock::time_point now) {
       still_unused[slot] = since;
       continue;
     }
-    if (Status s = mig_.destroy(slot); !s.ok()) {
+    if (Status s = mig_.destroy(slot, generation); !s.ok()) {
       if (log_) log_("MIG: not destroying " + to_string(slot) + ": " + s.error());
       still_unused[slot] = since;  // tried again at the next sweep
       continue;

@@ -299,6 +299,21 @@ TEST_CASE("the reaper destroys only unused instances the agent created, after th
   }
 }
 
+TEST_CASE("an instance handed out after the reaper's pod list is not destroyed by it", "[mig]") {
+  MigRig rig;
+  const agent::MigSlot slot{kGpu7, "1g.10gb", 2};
+  auto any = [](const agent::MigSlot&) { return true; };
+  REQUIRE(rig.mig->ensure(slot, any).ok());
+  const auto listed_at = rig.mig->generation();  // the reaper lists the pods here ...
+  REQUIRE(rig.mig->ensure(slot, any).ok());      // ... and a new pod is given the instance
+  const Status s = rig.mig->destroy(slot, listed_at);
+  CHECK_FALSE(s.ok());
+  CHECK_THAT(s.error(), Catch::Contains("handed to a container meanwhile"));
+  CHECK(instances_on(7).count(2) == 1);
+  CHECK(rig.mig->destroy(slot, rig.mig->generation()).ok());
+  CHECK(instances_on(7).count(2) == 0);
+}
+
 TEST_CASE("a restarted plugin keeps its MIG allocations and its instances", "[deviceplugin][mig]") {
   MigRig rig;
   rig.api.add_pod(mig_pod("a", "2026-11-23T10:00:01Z", {{7, 1}}));

@@ -12,6 +12,7 @@
 // reaper and the agent's scan all use it).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -56,8 +57,12 @@ class MigInstances {
                              const std::function<bool(const MigSlot&)>& removable);
 
   // Destroys an instance the agent created (its compute instances first) and forgets it; one
-  // already gone is forgotten. Errors: it is not the agent's, or NVML refuses (in use, ...).
-  Status destroy(const MigSlot& slot);
+  // already gone is forgotten. Errors: it is not the agent's, ensure() handed it out after
+  // `handed_before` (a generation(): the caller's view of the pods is older than that pod), or
+  // NVML refuses (in use, ...).
+  Status destroy(const MigSlot& slot, std::uint64_t handed_before = UINT64_MAX);
+  // Counts ensure() calls: read it before listing the pods that decide a destroy.
+  std::uint64_t generation() const;
 
   bool created(const std::string& gpu_uuid, int start) const;
   std::vector<MigSlot> created_slots() const;
@@ -72,6 +77,8 @@ class MigInstances {
   std::string path_;
   mutable std::mutex mu_;
   std::vector<MigSlot> created_;
+  std::uint64_t generation_ = 0;
+  std::map<MigSlot, std::uint64_t> handed_;  // the generation each slot was last handed out in
 };
 
 // The resources the device plugin serves for MIG: "nvidia.com/mig-<profile>" for every profile
