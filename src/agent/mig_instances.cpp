@@ -204,6 +204,61 @@ std::string describe(const Existing& e) {
          std::to_string(e.start) + "-" + std::to_string(e.start + e.size - 1);
 }
 
+// The model's profile `slot` names on this GPU's family, at a start it allows.
+Result<const model::MigProfile*> profile_for(const Gpu& gpu, const MigSlot& slot) {
+  const model::MigProfile* p =
+      model::find_mig_profile(model::mig_family_of(gpu.model), slot.profile);
+  if (p == nullptr) {
+    return Error{"GPU " + slot.gpu_uuid + " (" + gpu.model + ") has no MIG profile " +
+                 slot.profile};
+  }
+  if (std::find(p->starts.begin(), p->starts.end(), slot.start) == p->starts.end()) {
+    return Error{"MIG profile " + slot.profile + " cannot start at slice " +
+                 std::to_string(slot.start)};
+  }
+  return p;
+}
+
+// Destroys the instances overlapping [slot.start, slot.start + width) when each is the agent's
+// (in `created`, which loses them) and `removable`; else an error naming the first that is not.
+// Returns a null handle on success (the caller creates next).
+Result<nvmlGpuInstance_t> clear_the_way(const Calls& nvml, const std::vector<Existing>& existing,
+                                        const MigSlot& slot, int width,
+                                        const std::function<bool(const MigSlot&)>& removable,
+                                        std::vector<MigSlot>* created) {
+  for (const Existing& e : existing) {
+    if (e.start >= slot.start + width || slot.start >= e.start + e.size) continue;
+    const auto ours = std::find_if(created->begin(), created->end(), [&](const MigSlot& c) {
+      return c.gpu_uuid == slot.gpu_uuid && c.start == e.start;
+    });
+    const std::string where = "GPU " + slot.gpu_uuid + ": " + describe(e);
+    const std::string wanted = slot.profile + " at slice " + std::to_string(slot.start);
+    if (ours == created->end()) {
+      return Error{where + ", not created by Gapless, is in the way of " + wanted};
+    }
+    if (!removable(*ours)) {
+      return Error{where + " (" + ours->profile +
+                   ", created by Gapless) is still in use, in the way of " + wanted};
+    }
+    if (Status s = nvml.destroy(e.handle); !s.ok()) return Error{where + ": " + s.error()};
+    created->erase(ours);
+  }
+  return nvmlGpuInstance_t{nullptr};
+}
+
+Result<nvmlGpuInstance_t> create(const Calls& nvml, const Gpu& gpu, const MigSlot& slot,
+                                 unsigned int profile_id, int width) {
+  nvmlGpuInstancePlacement_t placement{static_cast<unsigned int>(slot.start),
+                                       static_cast<unsigned int>(width)};
+  nvmlGpuInstance_t gi = nullptr;
+  if (Status s = nvml.check(nvml.f_.create_gi(gpu.dev, profile_id, &placement, &gi),
+                            "GPU " + slot.gpu_uuid + ": creating " + slot.profile + " at slice " +
+                                std::to_string(slot.start));
+      !s.ok())
+    return Error{s.error()};
+  return gi;
+}
+
 }  // namespace
 
 std::string to_string(const MigSlot& slot) {
@@ -270,63 +325,30 @@ Result<std::string> MigInstances::ensure(const MigSlot& slot,
   Calls nvml(nvml_);
   auto gpu = nvml.gpu(slot.gpu_uuid);
   if (!gpu.ok()) return Error{gpu.error()};
-  const model::MigProfile* p =
-      model::find_mig_profile(model::mig_family_of(gpu->model), slot.profile);
-  if (p == nullptr)
-    return Error{"GPU " + slot.gpu_uuid + " (" + gpu->model + ") has no MIG profile " +
-                 slot.profile};
-  if (std::find(p->starts.begin(), p->starts.end(), slot.start) == p->starts.end()) {
-    return Error{"MIG profile " + slot.profile + " cannot start at slice " +
-                 std::to_string(slot.start)};
-  }
-  const int pid_enum = gi_profile_enum(*p);
+  auto p = profile_for(*gpu, slot);
+  if (!p.ok()) return Error{p.error()};
   nvmlGpuInstanceProfileInfo_t info{};
-  if (Status s = nvml.check(
-          nvml_.fn().gi_profile_info(gpu->dev, static_cast<unsigned int>(pid_enum), &info),
-          "GPU " + slot.gpu_uuid + ": MIG profile " + slot.profile);
+  if (Status s = nvml.check(nvml_.fn().gi_profile_info(
+                                gpu->dev, static_cast<unsigned int>(gi_profile_enum(**p)), &info),
+                            "GPU " + slot.gpu_uuid + ": MIG profile " + slot.profile);
       !s.ok())
     return Error{s.error()};
   auto existing = nvml.instances(*gpu);
   if (!existing.ok()) return Error{existing.error()};
-  const int end = slot.start + p->memory_slices;
   for (const Existing& e : *existing) {
-    if (e.start == slot.start && e.size == p->memory_slices && e.profile_id == info.id) {
+    if (e.start == slot.start && e.size == (*p)->memory_slices && e.profile_id == info.id) {
       return nvml.mig_uuid(*gpu, e.handle, e.compute_slices);  // already there: reuse
     }
   }
-  for (const Existing& e : *existing) {
-    if (e.start >= end || slot.start >= e.start + e.size) continue;
-    const auto ours = std::find_if(created_.begin(), created_.end(), [&](const MigSlot& c) {
-      return c.gpu_uuid == slot.gpu_uuid && c.start == e.start;
-    });
-    const std::string where = "GPU " + slot.gpu_uuid + ": " + describe(e);
-    if (ours == created_.end()) {
-      return Error{where + ", not created by Gapless, is in the way of " + slot.profile +
-                   " at slice " + std::to_string(slot.start)};
-    }
-    if (!removable(*ours)) {
-      return Error{where + " (" + ours->profile +
-                   ", created by Gapless) is still in use, in the way of " + slot.profile +
-                   " at slice " + std::to_string(slot.start)};
-    }
-    if (Status s = nvml.destroy(e.handle); !s.ok()) return Error{where + ": " + s.error()};
-    created_.erase(ours);
-  }
-  nvmlGpuInstancePlacement_t placement{static_cast<unsigned int>(slot.start),
-                                       static_cast<unsigned int>(p->memory_slices)};
-  nvmlGpuInstance_t gi = nullptr;
-  if (Status s = nvml.check(nvml_.fn().create_gi(gpu->dev, info.id, &placement, &gi),
-                            "GPU " + slot.gpu_uuid + ": creating " + slot.profile + " at slice " +
-                                std::to_string(slot.start));
-      !s.ok()) {
-    if (Status saved = save(); !saved.ok()) return Error{s.error() + "; " + saved.error()};
-    return Error{s.error()};
-  }
-  created_.push_back(slot);
-  auto uuid = nvml.mig_uuid(*gpu, gi, info.sliceCount);
-  if (!uuid.ok()) {
+  // created_ changes from here on: every way out saves it.
+  auto gi = clear_the_way(nvml, *existing, slot, (*p)->memory_slices, removable, &created_);
+  if (gi.ok()) gi = create(nvml, *gpu, slot, info.id, (*p)->memory_slices);
+  Result<std::string> uuid = gi.ok() ? Result<std::string>(std::string()) : Error{gi.error()};
+  if (gi.ok()) {
+    created_.push_back(slot);
+    uuid = nvml.mig_uuid(*gpu, *gi, info.sliceCount);
     // Half made: take the GPU instance back rather than leave it for the reaper.
-    if (nvml.destroy(gi).ok()) created_.pop_back();
+    if (!uuid.ok() && nvml.destroy(*gi).ok()) created_.pop_back();
   }
   if (Status s = save(); !s.ok()) return Error{s.error()};
   return uuid;
