@@ -57,6 +57,11 @@ Result<std::string> Agent::tick() {
   if (!load_nvml()) return Error{"NVML not available: " + absent_reason_};
   auto gpus = scanner_->scan();
   if (!gpus.ok()) return Error{gpus.error()};
+  if (hide_) {
+    for (GpuState& g : gpus->gpus) {
+      std::erase_if(g.mig_instances, [&](const model::MigInstance& i) { return hide_(g, i); });
+    }
+  }
   const int unhealthy = static_cast<int>(std::count_if(gpus->gpus.begin(), gpus->gpus.end(),
                                                        [](const auto& g) { return !g.healthy; }));
   metrics_.set_gpus(static_cast<int>(gpus->gpus.size()), unhealthy);

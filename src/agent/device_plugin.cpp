@@ -34,18 +34,42 @@ std::optional<FileStamp> stamp_of(const std::string& path) {
                    static_cast<long long>(st.st_ctim.tv_sec) * 1000000000LL + st.st_ctim.tv_nsec};
 }
 
-std::vector<PluginDevice> devices_of(const std::vector<GpuState>& gpus, int slots) {
+// A MIG resource's devices on one GPU: every start its profile allows on a GPU without
+// instances of its own, else the GPU's instances of that profile.
+void add_mig_devices(const GpuState& g, const std::string& profile,
+                     std::vector<PluginDevice>* out) {
+  const model::MigProfile* p = model::find_mig_profile(model::mig_family_of(g.model), profile);
+  if (p == nullptr) return;
+  std::vector<int> starts = p->starts;
+  if (!g.mig_instances.empty()) {
+    starts.clear();
+    for (const auto& i : g.mig_instances) {
+      if (i.profile == profile) starts.push_back(i.start);
+    }
+  }
+  for (int start : starts) {
+    out->push_back({mig_device_id(g.uuid, start), g.uuid, g.index, g.healthy, g.numa, start});
+  }
+}
+
+std::vector<PluginDevice> devices_of(const std::vector<GpuState>& gpus,
+                                     const DevicePluginOptions& o) {
+  const std::string profile = mig_profile_of(o.resource);
   std::vector<PluginDevice> out;
   for (const auto& g : gpus) {
     if (g.uuid.empty()) continue;  // never read: nothing the kubelet could name
     // A MIG-enabled GPU serves only through its instances (as NVIDIA's mixed strategy does),
     // and Gapless never places whole GPUs or shares on one.
+    if (!profile.empty()) {
+      if (g.mig_enabled) add_mig_devices(g, profile, &out);
+      continue;
+    }
     if (g.mig_enabled) continue;
-    if (slots <= 0) {
+    if (o.share_slots <= 0) {
       out.push_back({g.uuid, g.uuid, g.index, g.healthy, g.numa});
       continue;
     }
-    for (int k = 0; k < slots; ++k) {
+    for (int k = 0; k < o.share_slots; ++k) {
       out.push_back({g.uuid + "::" + std::to_string(k), g.uuid, g.index, g.healthy, g.numa});
     }
   }
@@ -201,7 +225,7 @@ void DevicePlugin::stop() {
 }
 
 void DevicePlugin::set_gpus(const std::vector<GpuState>& gpus) {
-  impl_->table.set(devices_of(gpus, impl_->options.share_slots));
+  impl_->table.set(devices_of(gpus, impl_->options));
 }
 
 int DevicePlugin::registrations() const {

@@ -68,7 +68,8 @@ grpc::Status DevicePluginService::ListAndWatch(
   return grpc::Status::OK;
 }
 
-Result<std::optional<Admission>> DevicePluginService::match(std::int64_t count, bool prune) {
+Result<std::optional<Admission>> DevicePluginService::match(std::int64_t count, bool prune,
+                                                            nlohmann::json* pods_out) {
   const std::string path = "/api/v1/pods?fieldSelector=spec.nodeName%3D" + options_.node_name;
   auto response = api_.call("GET", path);
   if (!response.ok()) return Error{"listing this node's pods: " + response.error()};
@@ -85,7 +86,10 @@ Result<std::optional<Admission>> DevicePluginService::match(std::int64_t count, 
       if (Status s = checkpoint_.save(); !s.ok() && log_) log_(s.error());
     }
   }
-  return match_admission(pods, options_.node_name, options_.resource, kind(), count, checkpoint_);
+  auto matched =
+      match_admission(pods, options_.node_name, options_.resource, kind(), count, checkpoint_);
+  if (pods_out != nullptr) *pods_out = std::move(pods);
+  return matched;
 }
 
 // The GPUs the container gets: its record's, or those behind the kubelet's device IDs.
@@ -133,9 +137,12 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,
 Status DevicePluginService::allocate_one(const std::vector<std::string>& ids,
                                          v1beta1::ContainerAllocateResponse* out) {
   if (ids.empty()) return Error{"no devices to allocate"};
-  auto admission = match(static_cast<std::int64_t>(ids.size()), true);
+  nlohmann::json pods;
+  auto admission = match(static_cast<std::int64_t>(ids.size()), true, &pods);
   if (!admission.ok()) return Error{admission.error()};
-  auto gpus = gpus_of(*admission, ids);
+  // For MIG, the "GPUs" are the MIG devices (MIG-… UUIDs), made now if missing.
+  auto gpus =
+      kind() == GrantKind::kMig ? allocate_mig(*admission, ids, pods) : gpus_of(*admission, ids);
   if (!gpus.ok()) return Error{gpus.error()};
   std::vector<model::GpuGrant> shares;
   if (*admission && (*admission)->has_record && kind() == GrantKind::kShared) {
@@ -168,7 +175,14 @@ std::vector<std::string> DevicePluginService::preferred(
   };
   std::lock_guard lock(admit_mu_);
   auto admission = match(static_cast<std::int64_t>(size), false);
-  if (admission.ok() && *admission && (*admission)->has_record) {
+  if (admission.ok() && *admission && (*admission)->has_record && kind() == GrantKind::kMig) {
+    // The record's placements themselves: each is one device.
+    auto slots = mig_slots_of(*admission, {});
+    for (const auto& slot : slots.ok() ? *slots : std::vector<MigSlot>{}) {
+      const std::string id = mig_device_id(slot.gpu_uuid, slot.start);
+      if (std::find(available.begin(), available.end(), id) != available.end()) take(id);
+    }
+  } else if (admission.ok() && *admission && (*admission)->has_record) {
     auto gpus = gpus_of(*admission, {});
     for (const auto& uuid : gpus.ok() ? *gpus : std::vector<std::string>{}) {
       // The GPU's device itself, or for shares the first available slot on it.

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,8 +25,12 @@ struct PluginDevice {
   int gpu_index = 0;
   bool healthy = true;
   int numa = -1;
+  int mig_start = -1;  // MIG resources: the placement's first memory slice
   bool operator==(const PluginDevice&) const = default;
 };
+
+// "<GPU UUID>::slice-<start>": a MIG resource's device for the placement at `start`.
+std::string mig_device_id(const std::string& gpu_uuid, int start);
 
 // The devices and their health, versioned so ListAndWatch streams send each change once.
 // Thread-safe.
@@ -75,14 +80,25 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
 
  private:
   GrantKind kind() const {
+    if (!mig_profile_of(options_.resource).empty()) return GrantKind::kMig;
     return options_.share_slots > 0 ? GrantKind::kShared : GrantKind::kWhole;
   }
   // The admission the kubelet is making for `count` devices (nullopt: no pending pod matches).
-  Result<std::optional<Admission>> match(std::int64_t count, bool prune);
+  // `pods`, if given, gets the node's pod list.
+  Result<std::optional<Admission>> match(std::int64_t count, bool prune,
+                                         nlohmann::json* pods = nullptr);
   Result<std::vector<std::string>> gpus_of(const std::optional<Admission>& admission,
                                            const std::vector<std::string>& ids) const;
   std::vector<std::string> preferred(const v1beta1::ContainerPreferredAllocationRequest& req);
   Status allocate_one(const std::vector<std::string>& ids, v1beta1::ContainerAllocateResponse* out);
+  // MIG (device_plugin_mig.cpp): the placements the container gets, and their MIG devices.
+  Result<std::vector<MigSlot>> mig_slots_of(const std::optional<Admission>& admission,
+                                            const std::vector<std::string>& ids) const;
+  Result<std::vector<std::string>> mig_devices_for(const std::vector<MigSlot>& slots,
+                                                   const nlohmann::json& pods);
+  Result<std::vector<std::string>> allocate_mig(const std::optional<Admission>& admission,
+                                                const std::vector<std::string>& ids,
+                                                const nlohmann::json& pods);
 
   DevicePluginOptions options_;
   k8s::ApiTransport& api_;

@@ -33,6 +33,17 @@ const char* resolve_all(void* h, NvmlFunctions* f) {
   resolve(h, "nvmlDeviceGetGpuInstanceProfileInfo", &f->gi_profile_info);
   resolve(h, "nvmlDeviceGetGpuInstances", &f->gpu_instances);
   resolve(h, "nvmlGpuInstanceGetInfo", &f->gpu_instance_info);
+  resolve(h, "nvmlDeviceCreateGpuInstanceWithPlacement", &f->create_gi);
+  resolve(h, "nvmlGpuInstanceDestroy", &f->destroy_gi);
+  resolve(h, "nvmlGpuInstanceGetComputeInstanceProfileInfo", &f->ci_profile_info);
+  resolve(h, "nvmlGpuInstanceCreateComputeInstance", &f->create_ci);
+  resolve(h, "nvmlGpuInstanceGetComputeInstances", &f->compute_instances);
+  resolve(h, "nvmlComputeInstanceGetInfo_v2", &f->compute_instance_info);
+  resolve(h, "nvmlComputeInstanceDestroy", &f->destroy_ci);
+  resolve(h, "nvmlDeviceGetMaxMigDeviceCount", &f->max_mig_devices);
+  resolve(h, "nvmlDeviceGetMigDeviceHandleByIndex", &f->mig_device_by_index);
+  resolve(h, "nvmlDeviceGetGpuInstanceId", &f->mig_gi_id);
+  resolve(h, "nvmlDeviceGetComputeInstanceId", &f->mig_ci_id);
   resolve(h, "nvmlEventSetCreate", &f->event_set_create);
   resolve(h, "nvmlDeviceRegisterEvents", &f->register_events);
   resolve(h, "nvmlEventSetWait_v2", &f->event_set_wait);

@@ -102,7 +102,22 @@ bool is_kind(const model::GpuGrant& g, GrantKind kind) {
   return kind == GrantKind::kWhole ? g.whole() : !g.whole();
 }
 
-Result<Admission> admission_of(const Candidate& c, const std::string& node, GrantKind kind) {
+// This container's part of the record's entries: init containers the first ones, the others
+// consecutive ones from `offset`.
+template <typename Grant>
+Result<std::vector<Grant>> part_of(const std::vector<Grant>& of_kind, const Candidate& c,
+                                   const std::string& who) {
+  const auto end = c.offset + c.container.count;
+  if (end > static_cast<std::int64_t>(of_kind.size())) {
+    return Error{"pod " + who + ": container " + c.container.name + " asks for " +
+                 std::to_string(c.container.count) + " devices, its allocation record names " +
+                 std::to_string(of_kind.size() - std::min<std::size_t>(of_kind.size(), c.offset))};
+  }
+  return std::vector<Grant>(of_kind.begin() + c.offset, of_kind.begin() + end);
+}
+
+Result<Admission> admission_of(const Candidate& c, const std::string& node,
+                               std::string_view resource, GrantKind kind) {
   const auto& meta = (*c.pod)["metadata"];
   Admission a;
   a.pod_ns = string_field(meta, "namespace");
@@ -119,18 +134,27 @@ Result<Admission> admission_of(const Candidate& c, const std::string& node, Gran
   if (record->node != node) {
     return Error{"pod " + who + ": its allocation record is for node " + record->node};
   }
+  a.has_record = true;
+  if (kind == GrantKind::kMig) {
+    std::vector<model::MigGrant> of_profile;
+    for (const auto& m : record->mig) {
+      if (m.profile != mig_profile_of(resource)) continue;
+      // Counted from a node's NVIDIA inventory without a placement: the kubelet's choice.
+      if (m.gpu < 0) return Admission{a.pod_ns, a.pod_name, a.pod_uid, a.container, false, {}, {}};
+      of_profile.push_back(m);
+    }
+    auto part = part_of(of_profile, c, who);
+    if (!part.ok()) return Error{part.error()};
+    a.mig = std::move(part).value();
+    return a;
+  }
   std::vector<model::GpuGrant> of_kind;
   for (const auto& g : record->gpus) {
     if (is_kind(g, kind)) of_kind.push_back(g);
   }
-  const auto end = c.offset + c.container.count;
-  if (end > static_cast<std::int64_t>(of_kind.size())) {
-    return Error{"pod " + who + ": container " + a.container + " asks for " +
-                 std::to_string(c.container.count) + " devices, its allocation record names " +
-                 std::to_string(of_kind.size() - std::min<std::size_t>(of_kind.size(), c.offset))};
-  }
-  a.has_record = true;
-  a.grants.assign(of_kind.begin() + c.offset, of_kind.begin() + end);
+  auto part = part_of(of_kind, c, who);
+  if (!part.ok()) return Error{part.error()};
+  a.grants = std::move(part).value();
   return a;
 }
 
@@ -150,9 +174,36 @@ Result<std::optional<Admission>> match_admission(const nlohmann::json& pod_list,
     if (c && (!best || c->key < best->key)) best = std::move(c);
   }
   if (!best) return std::optional<Admission>{};
-  auto a = admission_of(*best, node, kind);
+  auto a = admission_of(*best, node, resource, kind);
   if (!a.ok()) return Error{a.error()};
   return std::optional<Admission>{std::move(a).value()};
+}
+
+std::string mig_profile_of(std::string_view resource) {
+  if (!resource.starts_with(kMigResourcePrefix)) return "";
+  return std::string(resource.substr(kMigResourcePrefix.size()));
+}
+
+std::vector<model::MigGrant> mig_in_use(const nlohmann::json& pod_list, const std::string& node) {
+  std::vector<model::MigGrant> out;
+  const nlohmann::json* items = field(pod_list, "items");
+  if (items == nullptr || !items->is_array()) return out;
+  for (const auto& pod : *items) {
+    if (!pod.is_object() || field(pod, "metadata") == nullptr) continue;
+    if (string_field(pod.value("spec", nlohmann::json::object()), "nodeName") != node) continue;
+    const std::string phase = string_field(pod.value("status", nlohmann::json::object()), "phase");
+    if (phase == "Succeeded" || phase == "Failed") continue;
+    const nlohmann::json* text =
+        field_path(pod, {"metadata", "annotations", k8s::kAllocationAnnotation});
+    if (text == nullptr || !text->is_string()) continue;
+    const auto& meta = pod["metadata"];
+    auto record =
+        k8s::decode_allocation_record(text->get<std::string>(), string_field(meta, "namespace"),
+                                      string_field(meta, "name"), string_field(meta, "uid"));
+    if (!record.ok() || record->node != node) continue;
+    out.insert(out.end(), record->mig.begin(), record->mig.end());
+  }
+  return out;
 }
 
 }  // namespace gapless::agent

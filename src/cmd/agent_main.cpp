@@ -1,15 +1,18 @@
 // gapless-agent: the node agent (DaemonSet). Flags in, one Agent loop out; the work is in
 // src/agent/.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "gapless/agent/agent.h"
 #include "gapless/agent/device_plugin.h"
+#include "gapless/agent/mig_reaper.h"
 #include "gapless/agent/status_server.h"
 
 using namespace gapless;
@@ -29,6 +32,7 @@ struct Options {
   bool device_plugin = false;
   std::string device_plugin_dir = agent::kDevicePluginDir;
   int share_slots = 16;
+  double mig_grace_seconds = 300;
 };
 
 std::atomic<bool> g_stop{false};
@@ -60,8 +64,8 @@ void add_flags(CLI::App& app, Options& o) {
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
   app.add_flag("--device-plugin", o.device_plugin,
-               "serve the kubelet device plugin: nvidia.com/gpu (replaces NVIDIA's plugin) and "
-               "gapless.io/gpu-shared-count");
+               "serve the kubelet device plugin: nvidia.com/gpu (replaces NVIDIA's plugin), "
+               "gapless.io/gpu-shared-count and, on MIG-enabled GPUs, nvidia.com/mig-<profile>");
   app.add_option("--device-plugin-dir", o.device_plugin_dir,
                  "the kubelet's device plugin directory (kubelet.sock and the plugin sockets)")
       ->capture_default_str();
@@ -69,6 +73,11 @@ void add_flags(CLI::App& app, Options& o) {
                  "gapless.io/gpu-shared-count devices per GPU: the most share containers a GPU "
                  "takes; 0 serves no share resource")
       ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  app.add_option("--mig-grace-period", o.mig_grace_seconds,
+                 "seconds a MIG instance the agent created stays after no pod uses it, before "
+                 "it is destroyed (a replacement pod reuses it meanwhile)")
+      ->check(CLI::Range(0.0, 86400.0 * 30))
       ->capture_default_str();
   app.add_flag("--version", o.version, "print the version and exit (after checking the flags)");
 }
@@ -95,9 +104,37 @@ std::unique_ptr<k8s::ApiClient> api_client(const Options& o) {
   return std::make_unique<k8s::ApiClient>(std::move(config).value());
 }
 
+// MIG instance management for the MIG resources, with its own NVML session (NVML counts its
+// sessions); null when NVML or its MIG calls are missing, or no GPU is MIG-enabled.
+struct Mig {
+  std::unique_ptr<agent::NvmlLibrary> nvml;
+  std::unique_ptr<agent::MigInstances> instances;
+  std::vector<std::string> resources;
+};
+
+std::unique_ptr<Mig> mig_management(const Options& o) {
+  if (!o.device_plugin) return nullptr;
+  auto lib = agent::NvmlLibrary::open(o.agent.nvml_library);
+  if (!lib.ok()) return nullptr;  // the agent says why
+  auto m = std::make_unique<Mig>();
+  m->nvml = std::move(lib).value();
+  m->resources = agent::mig_resources(*m->nvml);
+  if (m->resources.empty()) return nullptr;
+  m->instances = std::make_unique<agent::MigInstances>(
+      *m->nvml, o.device_plugin_dir + "/gapless/mig-instances.json");
+  if (!m->instances->supported()) {
+    log_line("MIG-enabled GPUs, but this NVML cannot create MIG instances: no MIG resources");
+    return nullptr;
+  }
+  if (Status s = m->instances->load(); !s.ok()) {
+    log_line("MIG: " + s.error() + "; no instance counts as created by the agent");
+  }
+  return m;
+}
+
 // The device plugins, fed by the agent's scans; none without --device-plugin.
 std::vector<std::unique_ptr<agent::DevicePlugin>> device_plugins(const Options& o,
-                                                                 k8s::ApiTransport& api) {
+                                                                 k8s::ApiTransport& api, Mig* mig) {
   std::vector<std::unique_ptr<agent::DevicePlugin>> plugins;
   if (!o.device_plugin) return plugins;
   agent::DevicePluginOptions whole;
@@ -110,7 +147,30 @@ std::vector<std::unique_ptr<agent::DevicePlugin>> device_plugins(const Options& 
     shared.share_slots = o.share_slots;
     plugins.push_back(std::make_unique<agent::DevicePlugin>(shared, api, log_line));
   }
+  for (const auto& resource : mig != nullptr ? mig->resources : std::vector<std::string>{}) {
+    agent::DevicePluginOptions m = whole;
+    m.resource = resource;
+    m.mig = mig->instances.get();
+    plugins.push_back(std::make_unique<agent::DevicePlugin>(m, api, log_line));
+  }
   return plugins;
+}
+
+// Sweeps every tenth of the grace period (1 s to 30 s) until stop.
+void reap_mig(agent::MigInstances& instances, k8s::ApiTransport& api, const Options& o) {
+  const auto grace = std::chrono::seconds(static_cast<long long>(o.mig_grace_seconds));
+  agent::MigReaper reaper(instances, api, o.node_name, grace, log_line);
+  const auto every = std::clamp<std::chrono::milliseconds>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(grace) / 10, std::chrono::seconds(1),
+      std::chrono::seconds(30));
+  while (!g_stop) {
+    auto swept = reaper.sweep(agent::MigReaper::Clock::now());
+    if (!swept.ok()) log_line("MIG: " + swept.error());
+    const auto next = std::chrono::steady_clock::now() + every;
+    while (!g_stop && std::chrono::steady_clock::now() < next) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
 }
 
 int publish(const Options& o) {
@@ -130,7 +190,8 @@ int publish(const Options& o) {
     log_line(s.error());
     return 1;
   }
-  auto plugins = device_plugins(o, *api);
+  auto mig = mig_management(o);
+  auto plugins = device_plugins(o, *api, mig.get());
   for (auto& p : plugins) {
     if (Status s = p->start(); !s.ok()) {
       log_line(s.error());
@@ -140,11 +201,20 @@ int publish(const Options& o) {
   a.on_scan([&plugins](const agent::NodeGpus& node) {
     for (auto& p : plugins) p->set_gpus(node.gpus);
   });
+  std::thread reaper;
+  if (mig) {
+    agent::MigInstances* instances = mig->instances.get();
+    a.hide_mig_instances([instances](const agent::GpuState& g, const model::MigInstance& i) {
+      return instances->created(g.uuid, i.start);
+    });
+    reaper = std::thread([instances, &api, &o] { reap_mig(*instances, *api, o); });
+  }
   std::signal(SIGTERM, [](int) { g_stop = true; });
   std::signal(SIGINT, [](int) { g_stop = true; });
   log_line("node " + o.node_name + ", /healthz and /metrics on " + o.listen +
            (plugins.empty() ? "" : ", device plugin in " + o.device_plugin_dir));
   a.run(g_stop);
+  if (reaper.joinable()) reaper.join();
   return 0;
 }
 

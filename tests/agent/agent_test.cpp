@@ -19,6 +19,7 @@
 #include "gapless/agent/agent.h"
 #include "gapless/agent/topology_annotation.h"
 #include "gapless/k8s/json_fields.h"
+#include "kubeconfig.h"
 #include "run_command.h"
 #include "temp_dir.h"
 
@@ -254,13 +255,7 @@ TEST_CASE("gapless-agent --once publishes through a kubeconfig, and a second run
   test::TempDir dir;
   test::FakeApiServer api("secret-token");
   api.add_node({{"metadata", {{"name", "gpu-7"}}}});
-  const std::string kubeconfig = dir.write("kubeconfig", R"(apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: ")" + api.url() + R"("}}]
-users: [{name: u, user: {token: secret-token}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-)");
+  const std::string kubeconfig = test::write_token_kubeconfig(dir, api.url(), "secret-token");
   const std::string command =
       "NODE_NAME=gpu-7 GAPLESS_FAKE_NVML_CONFIG=" + test::nvml_fixture("l4-8") +
       " " GAPLESS_AGENT_BINARY " --once --kubeconfig " + kubeconfig + " --nvml-library " +

@@ -3,14 +3,11 @@
 // container gets.
 #include <catch2/catch.hpp>
 
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "agent_process.h"
 #include "eventually.h"
 #include "fake_api_server.h"
 #include "fake_kubelet.h"
@@ -18,6 +15,7 @@
 #include "gapless/agent/agent.h"
 #include "gapless/agent/device_plugin.h"
 #include "gapless/k8s/allocation_record.h"
+#include "kubeconfig.h"
 #include "temp_dir.h"
 
 using namespace gapless;
@@ -303,41 +301,16 @@ TEST_CASE("gapless-agent --device-plugin serves both resources from its NVML sca
   test::FakeApiServer api;
   api.add_node({{"metadata", {{"name", "gpu-7"}}}});
   test::FakeKubelet kubelet(dir.path().string());
-  const std::string kubeconfig = dir.write("kubeconfig", R"(apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: ")" + api.url() + R"("}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-)");
+  const std::string kubeconfig = test::write_token_kubeconfig(dir, api.url(), "t");
   const std::string config = test::nvml_fixture("t4-4");
   const std::string plugin_dir = dir.path().string();
   const std::string err = dir.file("stderr");
-  std::vector<std::string> args = {GAPLESS_AGENT_BINARY,
-                                   "--device-plugin",
-                                   "--device-plugin-dir",
-                                   plugin_dir,
-                                   "--share-slots",
-                                   "2",
-                                   "--kubeconfig",
-                                   kubeconfig,
-                                   "--nvml-library",
-                                   GAPLESS_FAKE_NVML,
-                                   "--listen",
-                                   "127.0.0.1:0",
-                                   "--node-name",
-                                   "gpu-7"};
-  const pid_t pid = fork();
+  const pid_t pid =
+      test::spawn_agent({"--device-plugin", "--device-plugin-dir", plugin_dir, "--share-slots", "2",
+                         "--kubeconfig", kubeconfig, "--nvml-library", GAPLESS_FAKE_NVML,
+                         "--listen", "127.0.0.1:0", "--node-name", "gpu-7"},
+                        config, err);
   REQUIRE(pid >= 0);
-  if (pid == 0) {
-    setenv("GAPLESS_FAKE_NVML_CONFIG", config.c_str(), 1);
-    if (std::freopen(err.c_str(), "w", stderr) == nullptr) _exit(127);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
   const std::string t4_0 = "GPU-09c56a22-964e-9ef6-8414-fa99e6bbf69e";
   const bool up = eventually(
       [&] {
@@ -357,9 +330,8 @@ current-context: x
       {std::string(k8s::kAllocationAnnotation), k8s::encode_allocation_record(a)}};
   api.add_pod(p);
   const auto admitted = up ? kubelet.admit("nvidia.com/gpu", 1) : test::FakeKubelet::Admitted{};
-  kill(pid, SIGTERM);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
+  const int status = test::stop_agent(pid);
+  REQUIRE(status != -1);
   INFO(std::ifstream(err).rdbuf());
   REQUIRE(up);
   CHECK(admitted.env.at("NVIDIA_VISIBLE_DEVICES") == t4_0);

@@ -4,9 +4,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -37,6 +40,19 @@ inline std::unique_ptr<agent::NvmlLibrary> open_fake_nvml(const std::string& nam
   INFO((lib.ok() ? std::string() : lib.error()));
   REQUIRE(lib.ok());
   return std::move(lib).value();
+}
+
+// The fake's MIG state (gaplessFakeNvmlMigState in tests/fake_nvml/): per GPU its instances
+// with placements and MIG device UUIDs, and how many were created and destroyed. The fake
+// must be loaded (an NvmlLibrary open on it).
+inline nlohmann::json fake_nvml_mig_state() {
+  void* handle = dlopen(GAPLESS_FAKE_NVML, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(handle != nullptr);
+  auto state = reinterpret_cast<const char* (*)()>(dlsym(handle, "gaplessFakeNvmlMigState"));
+  REQUIRE(state != nullptr);
+  auto doc = nlohmann::json::parse(state());
+  dlclose(handle);
+  return doc;
 }
 
 inline std::string topology_fixture_text(const std::string& name) {

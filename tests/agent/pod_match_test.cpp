@@ -151,3 +151,71 @@ TEST_CASE("the checkpoint survives a save and load; a broken file is an error", 
   CHECK_FALSE(bad.load().ok());
   CHECK(bad.entries().empty());
 }
+
+namespace {
+
+std::string mig_record(const std::string& name, std::vector<model::MigGrant> mig) {
+  model::Allocation a;
+  a.pod_uid = "uid-" + name;
+  a.pod_ns = "ml";
+  a.pod_name = name;
+  a.node = "n1";
+  a.mig = std::move(mig);
+  return k8s::encode_allocation_record(a);
+}
+
+json mig_container(const std::string& profile, int count) {
+  return {{"name", "c"},
+          {"resources", {{"limits", {{"nvidia.com/mig-" + profile, std::to_string(count)}}}}}};
+}
+
+}  // namespace
+
+TEST_CASE("a MIG container gets its record's instances of its own profile", "[podmatch][mig]") {
+  CHECK(agent::mig_profile_of("nvidia.com/mig-3g.40gb") == "3g.40gb");
+  CHECK(agent::mig_profile_of("nvidia.com/gpu").empty());
+  test::TempDir dir;
+  agent::AllocationCheckpoint cp(dir.file("cp.json"));
+  const json p = pod("m", json::array({mig_container("1g.10gb", 2)}),
+                     mig_record("m", {{7, "3g.40gb", 4}, {7, "1g.10gb", 1}, {6, "1g.10gb", 6}}));
+  auto m = agent::match_admission({{"items", json::array({p})}}, "n1", "nvidia.com/mig-1g.10gb",
+                                  agent::GrantKind::kMig, 2, cp);
+  REQUIRE(m.ok());
+  REQUIRE(m->has_value());
+  CHECK((*m)->has_record);
+  CHECK((*m)->mig == std::vector<model::MigGrant>{{7, "1g.10gb", 1}, {6, "1g.10gb", 6}});
+
+  SECTION(
+      "an entry without a placement (counted from NVIDIA's inventory) is the kubelet's choice") {
+    const json q = pod("q", json::array({mig_container("1g.10gb", 1)}),
+                       mig_record("q", {{-1, "1g.10gb", -1}}));
+    auto n = agent::match_admission({{"items", json::array({q})}}, "n1", "nvidia.com/mig-1g.10gb",
+                                    agent::GrantKind::kMig, 1, cp);
+    REQUIRE(n.ok());
+    REQUIRE(n->has_value());
+    CHECK_FALSE((*n)->has_record);
+  }
+}
+
+TEST_CASE("MIG instances stay in use until their pod finishes", "[podmatch][mig]") {
+  auto with_phase = [](json p, const std::string& phase) {
+    p["status"]["phase"] = phase;
+    return p;
+  };
+  json deleting = pod("d", json::array(), mig_record("d", {{1, "1g.10gb", 2}}));
+  deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:05Z";
+  json elsewhere = pod("e", json::array(), mig_record("e", {{1, "1g.10gb", 3}}));
+  elsewhere["spec"]["nodeName"] = "n2";
+  const std::vector<json> pods = {
+      with_phase(pod("r", json::array(), mig_record("r", {{0, "1g.10gb", 0}})), "Running"),
+      pod("p", json::array(), mig_record("p", {{0, "1g.10gb", 1}})),  // Pending
+      deleting,
+      elsewhere,
+      with_phase(pod("s", json::array(), mig_record("s", {{1, "1g.10gb", 4}})), "Succeeded"),
+      with_phase(pod("f", json::array(), mig_record("f", {{1, "1g.10gb", 5}})), "Failed"),
+      pod("w", json::array(), record("w", {3})),  // whole GPUs: no MIG
+  };
+  const auto used = agent::mig_in_use({{"items", json(pods)}}, "n1");
+  CHECK(used ==
+        std::vector<model::MigGrant>{{0, "1g.10gb", 0}, {0, "1g.10gb", 1}, {1, "1g.10gb", 2}});
+}

@@ -2,6 +2,7 @@
 // and the binary through a kubeconfig and a fake API server's service proxy.
 #include "fake_api_server.h"
 #include "gapless/cli/views.h"
+#include "kubeconfig.h"
 #include "run_command.h"
 #include "temp_dir.h"
 #include "test_server.h"
@@ -76,13 +77,7 @@ TEST_CASE("kubectl-gapless through a kubeconfig: the API server's service proxy 
   const std::string extender = "http://127.0.0.1:" + std::to_string(srv.port());
   api.add_pod(gpu_pod("train", "uid-cli-4", 2));
   TempDir dir;
-  const std::string kubeconfig = dir.write("kubeconfig", R"(apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: ")" + api.url() + R"("}}]
-users: [{name: u, user: {token: secret-token}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-)");
+  const std::string kubeconfig = write_token_kubeconfig(dir, api.url(), "secret-token");
   const std::string cli = GAPLESS_BINARY_DIR "/kubectl-gapless ";
   const std::string err = " 2>" + dir.file("stderr");
 

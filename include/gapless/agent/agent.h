@@ -55,6 +55,12 @@ class Agent {
   // view of the GPUs and their health). Set before run().
   void on_scan(std::function<void(const NodeGpus&)> listener) { on_scan_ = std::move(listener); }
 
+  // MIG instances left out of every scan's result (the listener's and the annotation's): those
+  // the device plugin made for records. They are the records' slices, not a layout, so the GPU
+  // stays reconfigurable for the scheduler. Set before run().
+  using MigFilter = std::function<bool(const GpuState&, const model::MigInstance&)>;
+  void hide_mig_instances(MigFilter hide) { hide_ = std::move(hide); }
+
   // Ticks every poll interval until `stop`; a critical XID marks its GPU unhealthy and ticks
   // at once. Publish errors are logged and retried at the next tick.
   void run(const std::atomic<bool>& stop);
@@ -76,6 +82,7 @@ class Agent {
   bool said_absent_ = false;
   std::set<std::string> logged_errors_;
   std::function<void(const NodeGpus&)> on_scan_;  // each distinct NVML failure is logged once
+  MigFilter hide_;
 };
 
 }  // namespace gapless::agent

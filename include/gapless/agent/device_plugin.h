@@ -1,11 +1,17 @@
 // The kubelet device plugin (API v1beta1, gRPC over a Unix socket in the kubelet's device
 // plugin directory) that makes the GPUs Gapless chose the GPUs the container gets.
 //
-// One DevicePlugin serves one resource (MIG-enabled GPUs are left out of both):
+// One DevicePlugin serves one resource:
 //   - whole GPUs: `nvidia.com/gpu`, one device per GPU, its ID the GPU's UUID (this replaces
 //     NVIDIA's device plugin on nodes that run Gapless: two plugins cannot serve one resource);
 //   - shares: `gapless.io/gpu-shared-count`, `share_slots` devices per GPU, IDs "<UUID>::<k>",
-//     so that the kubelet calls the plugin for share pods (they ask for gpu-shared-count).
+//     so that the kubelet calls the plugin for share pods (they ask for gpu-shared-count);
+//   - MIG: `nvidia.com/mig-<profile>`, one device per placement a record may name, IDs
+//     "<UUID>::slice-<start>": on a GPU without instances of its own (reconfigurable: the
+//     instances the agent created are hidden from the scans) every start the profile allows, on
+//     a GPU with an operator's layout its instances of that profile. Allocate ensures the
+//     record's instance exists (mig_instances.h) and gives the container its MIG device.
+// MIG-enabled GPUs serve only MIG resources.
 // Allocate matches the pod being admitted (pod_match.h) through the API server, gives the
 // container exactly the devices of its allocation record (NVIDIA_VISIBLE_DEVICES, read by the
 // NVIDIA container runtime) plus, for shares, the MPS and HAMi-core limits, and checkpoints
@@ -30,6 +36,7 @@
 #include <vector>
 
 #include "gapless/agent/gpu_scan.h"
+#include "gapless/agent/mig_instances.h"
 #include "gapless/k8s/api_client.h"
 #include "gapless/model/result.h"
 
@@ -44,6 +51,8 @@ struct DevicePluginOptions {
   std::string node_name;
   std::string resource = kWholeGpuResource;
   int share_slots = 0;  // 0: whole GPUs; N > 0: N shared devices per GPU
+  // Required for a MIG resource (borrowed, must outlive the plugin); unused otherwise.
+  MigInstances* mig = nullptr;
   // How often the watch thread checks for a restarted kubelet (or a failed registration).
   std::chrono::milliseconds recheck{1000};
 };

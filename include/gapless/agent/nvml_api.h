@@ -25,12 +25,15 @@ typedef enum nvmlReturn_enum {
   NVML_ERROR_DRIVER_NOT_LOADED = 9,
   NVML_ERROR_TIMEOUT = 10,      // nvmlEventSetWait: no event within the timeout
   NVML_ERROR_GPU_IS_LOST = 15,  // the GPU fell off the bus or stopped answering
+  NVML_ERROR_IN_USE = 19,       // e.g. destroying a MIG instance that processes still use
+  NVML_ERROR_INSUFFICIENT_RESOURCES = 23,  // e.g. a MIG placement that overlaps an instance
   NVML_ERROR_UNKNOWN = 999,
 } nvmlReturn_t;
 
 typedef struct nvmlDevice_st* nvmlDevice_t;            // opaque, owned by the library
 typedef struct nvmlEventSet_st* nvmlEventSet_t;        // opaque; nvmlEventSetFree releases it
 typedef struct nvmlGpuInstance_st* nvmlGpuInstance_t;  // opaque MIG GPU instance
+typedef struct nvmlComputeInstance_st* nvmlComputeInstance_t;  // opaque MIG compute instance
 
 typedef enum nvmlEnableState_enum {
   NVML_FEATURE_DISABLED = 0,
@@ -124,6 +127,44 @@ typedef struct nvmlGpuInstanceInfo_st {
   nvmlGpuInstancePlacement_t placement;
 } nvmlGpuInstanceInfo_t;
 
+// MIG compute-instance profiles (nvmlGpuInstanceGetComputeInstanceProfileInfo's `profile`): the
+// Ng profile uses N compute slices. The agent only makes compute instances that span their whole
+// GPU instance (as NVIDIA's device plugin serves only those).
+#define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE 0
+#define NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE 1
+#define NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE 2
+#define NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE 3
+#define NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE 4
+#define NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE 5
+#define NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE 6
+#define NVML_COMPUTE_INSTANCE_PROFILE_COUNT 8
+#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED 0
+
+typedef struct nvmlComputeInstanceProfileInfo_st {
+  unsigned int id;  // pass to nvmlGpuInstanceCreateComputeInstance
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+} nvmlComputeInstanceProfileInfo_t;
+
+typedef struct nvmlComputeInstancePlacement_st {
+  unsigned int start;
+  unsigned int size;
+} nvmlComputeInstancePlacement_t;
+
+typedef struct nvmlComputeInstanceInfo_st {
+  nvmlDevice_t device;  // the parent GPU
+  nvmlGpuInstance_t gpuInstance;
+  unsigned int id;
+  unsigned int profileId;
+  nvmlComputeInstancePlacement_t placement;
+} nvmlComputeInstanceInfo_t;
+
 // Events: the agent registers only for critical XID errors; eventData is the XID number.
 #define nvmlEventTypeXidCriticalError 0x0000000000000008LL
 
@@ -167,6 +208,33 @@ typedef nvmlReturn_t (*nvmlDeviceGetGpuInstances_fn)(nvmlDevice_t device, unsign
                                                      unsigned int* count);
 typedef nvmlReturn_t (*nvmlGpuInstanceGetInfo_fn)(nvmlGpuInstance_t instance,
                                                   nvmlGpuInstanceInfo_t* info);
+// MIG instance management (the device plugin's MIG path, mig_instances.h). A MIG device handle
+// (nvmlDeviceGetMigDeviceHandleByIndex) is an nvmlDevice_t whose UUID is the "MIG-…" name the
+// NVIDIA container runtime takes in NVIDIA_VISIBLE_DEVICES.
+typedef nvmlReturn_t (*nvmlDeviceCreateGpuInstanceWithPlacement_fn)(
+    nvmlDevice_t device, unsigned int profile_id, const nvmlGpuInstancePlacement_t* placement,
+    nvmlGpuInstance_t* instance);
+typedef nvmlReturn_t (*nvmlGpuInstanceDestroy_fn)(nvmlGpuInstance_t instance);
+typedef nvmlReturn_t (*nvmlGpuInstanceGetComputeInstanceProfileInfo_fn)(
+    nvmlGpuInstance_t instance, unsigned int profile, unsigned int eng_profile,
+    nvmlComputeInstanceProfileInfo_t* info);
+typedef nvmlReturn_t (*nvmlGpuInstanceCreateComputeInstance_fn)(nvmlGpuInstance_t instance,
+                                                                unsigned int profile_id,
+                                                                nvmlComputeInstance_t* compute);
+typedef nvmlReturn_t (*nvmlGpuInstanceGetComputeInstances_fn)(nvmlGpuInstance_t instance,
+                                                              unsigned int profile_id,
+                                                              nvmlComputeInstance_t* computes,
+                                                              unsigned int* count);
+typedef nvmlReturn_t (*nvmlComputeInstanceGetInfo_v2_fn)(nvmlComputeInstance_t compute,
+                                                         nvmlComputeInstanceInfo_t* info);
+typedef nvmlReturn_t (*nvmlComputeInstanceDestroy_fn)(nvmlComputeInstance_t compute);
+typedef nvmlReturn_t (*nvmlDeviceGetMaxMigDeviceCount_fn)(nvmlDevice_t device, unsigned int* count);
+typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t device,
+                                                               unsigned int index,
+                                                               nvmlDevice_t* mig_device);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceId_fn)(nvmlDevice_t mig_device, unsigned int* id);
+typedef nvmlReturn_t (*nvmlDeviceGetComputeInstanceId_fn)(nvmlDevice_t mig_device,
+                                                          unsigned int* id);
 typedef nvmlReturn_t (*nvmlEventSetCreate_fn)(nvmlEventSet_t* set);
 typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t device,
                                                     unsigned long long event_types,

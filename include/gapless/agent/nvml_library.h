@@ -40,6 +40,18 @@ struct NvmlFunctions {
   nvmlDeviceGetGpuInstanceProfileInfo_fn gi_profile_info = nullptr;
   nvmlDeviceGetGpuInstances_fn gpu_instances = nullptr;
   nvmlGpuInstanceGetInfo_fn gpu_instance_info = nullptr;
+  // Optional, MIG instance management (mig_instances.h); all null -> MIG is not served.
+  nvmlDeviceCreateGpuInstanceWithPlacement_fn create_gi = nullptr;
+  nvmlGpuInstanceDestroy_fn destroy_gi = nullptr;
+  nvmlGpuInstanceGetComputeInstanceProfileInfo_fn ci_profile_info = nullptr;
+  nvmlGpuInstanceCreateComputeInstance_fn create_ci = nullptr;
+  nvmlGpuInstanceGetComputeInstances_fn compute_instances = nullptr;
+  nvmlComputeInstanceGetInfo_v2_fn compute_instance_info = nullptr;
+  nvmlComputeInstanceDestroy_fn destroy_ci = nullptr;
+  nvmlDeviceGetMaxMigDeviceCount_fn max_mig_devices = nullptr;
+  nvmlDeviceGetMigDeviceHandleByIndex_fn mig_device_by_index = nullptr;
+  nvmlDeviceGetGpuInstanceId_fn mig_gi_id = nullptr;
+  nvmlDeviceGetComputeInstanceId_fn mig_ci_id = nullptr;
   nvmlEventSetCreate_fn event_set_create = nullptr;
   nvmlDeviceRegisterEvents_fn register_events = nullptr;
   nvmlEventSetWait_v2_fn event_set_wait = nullptr;

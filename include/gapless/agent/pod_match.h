@@ -29,9 +29,15 @@
 
 namespace gapless::agent {
 
-// What the plugin hands out: whole GPUs (nvidia.com/gpu) or shares of GPUs
-// (gapless.io/gpu-shared-count, the record's grants with memoryMiB / computeMilli).
-enum class GrantKind { kWhole, kShared };
+// What the plugin hands out: whole GPUs (nvidia.com/gpu), shares of GPUs
+// (gapless.io/gpu-shared-count, the record's grants with memoryMiB / computeMilli) or MIG
+// instances (nvidia.com/mig-<profile>, the record's "mig" entries of that profile).
+enum class GrantKind { kWhole, kShared, kMig };
+
+inline constexpr std::string_view kMigResourcePrefix = "nvidia.com/mig-";
+
+// "nvidia.com/mig-1g.10gb" -> "1g.10gb"; "" for any other resource.
+std::string mig_profile_of(std::string_view resource);
 
 // The container the kubelet is admitting, and its part of the pod's allocation record.
 struct Admission {
@@ -42,6 +48,7 @@ struct Admission {
   // other containers get consecutive grants, as the effective request (max of init, sum of
   // the rest) counted them.
   std::vector<model::GpuGrant> grants;
+  std::vector<model::MigGrant> mig;  // kMig: this container's MIG instances, the same way
 };
 
 // The pod and container being admitted for `count` devices of `resource`, or nullopt when no
@@ -52,5 +59,10 @@ Result<std::optional<Admission>> match_admission(const nlohmann::json& pod_list,
                                                  const std::string& node, std::string_view resource,
                                                  GrantKind kind, std::int64_t count,
                                                  const AllocationCheckpoint& checkpoint);
+
+// The MIG instances that the records of this node's pods still name: every pod bound here that
+// has not finished (Succeeded or Failed), being deleted or not (its containers may still run).
+// Records that cannot be decoded are skipped.
+std::vector<model::MigGrant> mig_in_use(const nlohmann::json& pod_list, const std::string& node);
 
 }  // namespace gapless::agent
