@@ -5,8 +5,8 @@
 #include <optional>
 #include <unordered_set>
 
+#include "args_reader.h"
 #include "explain_json.h"
-#include "full_node_args.h"
 #include "gapless/k8s/allocation_record.h"
 #include "gapless/k8s/pod_request.h"
 #include "gapless/placement/engine.h"
@@ -57,21 +57,21 @@ struct ExtenderArgs {
   std::function<std::string(std::size_t)> item_json;
 };
 
-// Full-node bodies through the DOM-free reader (wire::read_full_node_args); the Pod's text
-// then goes through the usual parser, so a pod is checked the same way in both modes.
-std::optional<Result<ExtenderArgs>> parse_full_node_args(std::string_view body) {
-  auto full = wire::read_full_node_args(body);
-  if (!full) return std::nullopt;
-  auto pod = wire::parse_object(full->pod);
+// Bodies through simdjson (wire::read_extender_args) when it takes them; the Pod's text then
+// goes through the usual parser, so a pod is checked the same way on both paths.
+std::optional<Result<ExtenderArgs>> read_args(std::string_view body) {
+  auto read = wire::read_extender_args(body);
+  if (!read) return std::nullopt;
+  auto pod = wire::parse_object(read->pod);
   if (!pod) return Result<ExtenderArgs>(Error{pod.error()});
   auto parsed = k8s::parse_pod(*pod);
   if (!parsed) return Result<ExtenderArgs>(Error{parsed.error()});
-  return Result<ExtenderArgs>(
-      ExtenderArgs{std::move(*parsed), std::move(full->names), true, std::move(full->item_json)});
+  return Result<ExtenderArgs>(ExtenderArgs{std::move(*parsed), std::move(read->names),
+                                           read->full_mode, std::move(read->item_json)});
 }
 
 Result<ExtenderArgs> parse_args(std::string_view body) {
-  if (auto full = parse_full_node_args(body)) return std::move(*full);
+  if (auto read = read_args(body)) return std::move(*read);
   auto args = wire::parse_extender_args(body);
   if (!args) return Error{args.error()};
   const json* pod = wire::field(args->object, "Pod");

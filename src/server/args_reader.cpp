@@ -1,4 +1,4 @@
-#include "full_node_args.h"
+#include "args_reader.h"
 
 #include <simdjson.h>
 
@@ -53,9 +53,14 @@ std::string read_name(dom::element item) {
   return std::string(take(required(field(meta, "name")).get_string()));
 }
 
+// NodeNames as names: every element a string, else declined (the usual parser words the error).
+void read_names(dom::element names, ReadArgs& out) {
+  for (dom::element n : take(names.get_array())) out.names.emplace_back(take(n.get_string()));
+}
+
 }  // namespace
 
-std::optional<FullNodeArgs> read_full_node_args(std::string_view body) try {
+std::optional<ReadArgs> read_extender_args(std::string_view body) try {
   // A parser per call, kept alive by item_json: its buffers are sized to this body and freed
   // with it (a parser kept per worker thread would hold ~14 bytes per byte of the largest body
   // it ever read, for every worker). Only the pages the parse touches cost anything.
@@ -66,12 +71,17 @@ std::optional<FullNodeArgs> read_full_node_args(std::string_view body) try {
   auto parsed = std::make_shared<Parsed>();
   const dom::element doc = take(parsed->parser.parse(body.data(), body.size()));
   const dom::object top = take(doc.get_object());
-  if (field(top, "nodenames")) return std::nullopt;  // nodeCache mode
   const auto pod = field(top, "pod");
+  const auto names = field(top, "nodenames");
   const auto nodes = field(top, "nodes");
-  if (!pod || !nodes) return std::nullopt;
-  FullNodeArgs out;
+  if (!pod || !pod->is_object() || (!names && !nodes)) return std::nullopt;
+  ReadArgs out;
   out.pod = simdjson::minify(*pod);
+  if (names) {  // nodeCache mode; Nodes, if sent too, is not read (as kube-scheduler's decoder)
+    read_names(*names, out);
+    return out;
+  }
+  out.full_mode = true;
   if (const auto items = field(take(nodes->get_object()), "items")) {
     for (dom::element item : take(items->get_array())) {
       out.names.push_back(read_name(item));

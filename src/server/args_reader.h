@@ -1,0 +1,38 @@
+// ExtenderArgs (filter, prioritize, explain bodies) read with simdjson instead of nlohmann's
+// lexer and DOM (issue 12). A nodeCache body carries thousands of NodeNames, a full-node body
+// (nodeCacheCapable: false) a NodeList of whole Node objects, megabytes at 1,000 nodes:
+// nlohmann read either a character at a time into allocated values, and that was most of a
+// filter call. simdjson validates the whole body (structure, strings, numbers, UTF-8) at
+// gigabytes per second into its tape; from it this takes the names, each full-node item's JSON
+// (filter answers with the passing items: the same values, keys in their input order, without
+// whitespace), and the Pod's JSON, which the usual parser then reads (a pod is small; its
+// checks stay the ones every verb applies). Private to the server.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gapless::server::wire {
+
+struct ReadArgs {
+  std::string pod;                 // the Pod value's JSON text
+  std::vector<std::string> names;  // NodeNames, or Nodes.items[].metadata.name; in order
+  bool full_mode = false;          // the names came from Nodes
+  // Full mode: Nodes.items[i] as compact JSON, written on demand (filter echoes only the
+  // passing few); it holds the parsed body until it is destroyed.
+  std::function<std::string(std::size_t)> item_json;
+};
+
+// The body's arguments, or nullopt when this reader does not take it: not an object with a Pod
+// and either a NodeNames array of strings or a Nodes object whose items each have a string
+// metadata.name; a key it reads appears twice (keys match case-insensitively, as Go's decoder
+// does); or the body is malformed. Callers then use the usual parser, which decides those
+// bodies as it always did and words the errors. Duplicate keys inside values it does not read
+// (a Node's status, say) are passed on as they came.
+std::optional<ReadArgs> read_extender_args(std::string_view body);
+
+}  // namespace gapless::server::wire
