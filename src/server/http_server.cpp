@@ -351,26 +351,30 @@ HttpServer::HttpServer(Extender& extender, HttpOptions options)
   pool_ = std::make_unique<ConnectionPool>(std::max<std::size_t>(options_.workers, 1),
                                            options_.max_queue);
   if (setup_ && tls()) {
-    Status tls_status = Error{"cannot create a TLS context"};
-    server_ = std::make_unique<httplib::SSLServer>([this, &tls_status](SSL_CTX& ctx) {
-      tls_status = setup_tls(ctx, options_);
-      return tls_status.ok();
-    });
-    if (!tls_status) {
-      setup_ = tls_status;
-    } else if (!server_->is_valid()) {
+    // Our own context, served by the door (plain_connection.h) like plain HTTP.
+    SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+    if (ctx == nullptr) {
       setup_ = Error{"cannot create a TLS context: " + openssl_error()};
+    } else {
+      setup_ = setup_tls(*ctx, options_);
     }
+    server_ = std::make_unique<DoorServer>(ctx);
   } else {
-    server_ = std::make_unique<PlainHttpServer>();
+    server_ = std::make_unique<DoorServer>();
   }
   install_routes();
 }
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+  stop();
+}
 
-std::size_t HttpServer::queued_connections() const { return pool_->queued(); }
-std::size_t HttpServer::busy_workers() const { return pool_->busy(); }
+std::size_t HttpServer::queued_connections() const {
+  return pool_->queued();
+}
+std::size_t HttpServer::busy_workers() const {
+  return pool_->busy();
+}
 
 void HttpServer::install_routes() {
   httplib::Server& s = *server_;
@@ -381,12 +385,12 @@ void HttpServer::install_routes() {
   // waits for the ACK of the headers, which the scheduler's TCP stack delays by up to 40 ms.
   s.set_tcp_nodelay(true);
   s.new_task_queue = [pool = pool_.get()] { return new PoolQueue(*pool); };
-  // Plain HTTP: connections wait for a request at the door, not on a worker.
-  if (auto* plain = dynamic_cast<PlainHttpServer*>(&s)) {
-    plain->serve_through(DoorLimits{options_.request_timeout, options_.max_connections,
-                                    options_.max_connections_per_peer, options_.max_body_bytes},
-                         s.new_task_queue);
-  }
+  // Connections wait for a request at the door (and over HTTPS, handshake there), not on a
+  // worker.
+  static_cast<DoorServer&>(s).serve_through(
+      DoorLimits{options_.request_timeout, options_.max_connections,
+                 options_.max_connections_per_peer, options_.max_body_bytes},
+      s.new_task_queue);
 
   const std::string prefix = options_.url_prefix;
   auto is_verb_path = [prefix](const std::string& path) {
@@ -466,8 +470,8 @@ void HttpServer::install_routes() {
         });
   s.Get("/version", [enter](const httplib::Request& req, httplib::Response& res) {
     if (!enter(req.path, false, req, res)) return;
-    res.set_content(nlohmann::json{{"name", "gapless-extender"}, {"version", GAPLESS_VERSION}}.dump(),
-                    kJson);
+    res.set_content(
+        nlohmann::json{{"name", "gapless-extender"}, {"version", GAPLESS_VERSION}}.dump(), kJson);
   });
   s.Get("/metrics", [this, enter](const httplib::Request& req, httplib::Response& res) {
     if (!enter(req.path, false, req, res)) return;
@@ -519,18 +523,18 @@ void HttpServer::install_routes() {
         }
         return httplib::Server::HandlerResponse::Handled;
       }));
-  s.set_exception_handler([is_verb_path](const httplib::Request& req, httplib::Response& res,
-                                         std::exception_ptr ep) {
-    std::string what = "internal error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = std::string("internal error: ") + e.what();
-    } catch (...) {
-    }
-    res.status = is_verb_path(req.path) ? 200 : 500;
-    res.set_content(error_json(what), kJson);
-  });
+  s.set_exception_handler(
+      [is_verb_path](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = std::string("internal error: ") + e.what();
+        } catch (...) {
+        }
+        res.status = is_verb_path(req.path) ? 200 : 500;
+        res.set_content(error_json(what), kJson);
+      });
 }
 
 Result<int> HttpServer::bind(const std::string& host, int port) {
@@ -545,7 +549,8 @@ Result<int> HttpServer::bind(const std::string& host, int port) {
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     *listening = sock;
   });
-  const int bound = port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
+  const int bound =
+      port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
   if (bound < 0) return Error{"cannot listen on " + host + ":" + std::to_string(port)};
   if (*listening != INVALID_SOCKET) ::listen(*listening, SOMAXCONN);  // only updates the backlog
   return bound;
