@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "body_budget.h"
 #include "front_door.h"
 #include "plain_connection.h"
 
@@ -199,20 +200,19 @@ Status check_options(const HttpOptions& o) {
 
 // The bounded pool behind httplib's accept loop (installed through Server::new_task_queue).
 //
-// httplib accepts a connection and hands the pool a function that owns the socket: it reads
-// requests, answers them and closes the socket. The pool never sees the socket, so every
-// connection must be given to a thread that runs that function, or its descriptor leaks:
+// The door (plain_connection.h) hands the pool a function that owns a connection with a complete
+// request: it answers it (and any pipelined one), then gives the connection back to the door or
+// closes it. Every such function must run, or the connection leaks:
 //  - Worker lane: `workers` threads; a connection waits in the queue when there are no more
 //    idle workers than waiting connections and fewer than `max_queue` wait beyond those.
 //  - Overflow lane: otherwise, one of kOverflowThreads threads runs the function with
 //    t_overflow set. The handlers then answer without work: health probes normally, extender
 //    verbs with {"Error":"overloaded: ..."}, other routes 503, with "Connection: close".
-//  - If even the overflow lane's queue is full, the calling thread runs the connection itself
-//    (t_overflow set). Over HTTPS that is the accept thread: accepting pauses for that long
-//    instead of piling up descriptors. Over plain HTTP it is the door thread, with the request
-//    already read (plain_connection.h), so only the answer's write can take time.
-// shutdown() lets every queued connection run (httplib's function sees the listener closed and
-// just closes the socket) and joins all threads.
+//  - If even the overflow lane's queue is full, the calling thread, the door's, runs the
+//    connection itself (t_overflow set), with the request already read, so only the answer's
+//    write can take time.
+// shutdown() lets every queued connection run (the function sees the server stopping and just
+// closes the connection) and joins all threads.
 class ConnectionPool {
  public:
   static constexpr std::size_t kOverflowThreads = 2;
@@ -348,6 +348,7 @@ std::string normalize_prefix(std::string prefix) {
 HttpServer::HttpServer(Extender& extender, HttpOptions options)
     : extender_(extender), options_(std::move(options)), setup_(check_options(options_)) {
   options_.url_prefix = normalize_prefix(options_.url_prefix);
+  body_budget_ = std::make_unique<BodyBudget>(options_.max_body_bytes);
   pool_ = std::make_unique<ConnectionPool>(std::max<std::size_t>(options_.workers, 1),
                                            options_.max_queue);
   if (setup_ && tls()) {
@@ -436,16 +437,36 @@ void HttpServer::install_routes() {
 
   const std::size_t limit = options_.max_body_bytes;
   const std::string too_large = too_large_message(limit);
+  // A large body first leases its size from the body budget (body_budget.h), held until the
+  // answer is made; the overflow lane reads bodies without parsing them and leases nothing.
+  const std::string no_budget =
+      "overloaded: large request bodies already being handled fill the memory budget of " +
+      std::to_string(body_budget_->capacity()) +
+      " bytes (2 x --max-body-bytes) for --request-timeout; retry shortly";
+  auto lease = [this, metrics, no_budget, limit](
+                   const std::string& route, const httplib::Request& req, httplib::Response& res) {
+    if (t_overflow) return BodyBudget::Lease();
+    const std::size_t size =
+        req.has_header("Content-Length") ? front_door::content_length(req) : limit;  // chunked
+    BodyBudget::Lease l = body_budget_->acquire(size, options_.request_timeout);
+    if (!l.granted()) {
+      if (metrics != nullptr) metrics->count_overload(route);
+      front_door::answer_and_close(res, 200, error_json(no_budget), kJson);
+    }
+    return l;
+  };
   for (const Verb& v : kVerbs) {
     auto handle = v.handle;
     const std::string name = v.name;
-    s.Post(prefix + "/" + v.name,
-           [this, handle, name, enter, limit](const httplib::Request& req, httplib::Response& res,
-                                              const httplib::ContentReader& reader) {
-             std::optional<std::string> body = verb_body(req, reader, limit, res);
-             if (!body || !enter(name, true, req, res)) return;
-             res.set_content((extender_.*handle)(*body), kJson);
-           });
+    s.Post(prefix + "/" + v.name, [this, handle, name, enter, lease, limit](
+                                      const httplib::Request& req, httplib::Response& res,
+                                      const httplib::ContentReader& reader) {
+      const BodyBudget::Lease held = lease(name, req, res);
+      if (!held.granted()) return;
+      std::optional<std::string> body = verb_body(req, reader, limit, res);
+      if (!body || !enter(name, true, req, res)) return;
+      res.set_content((extender_.*handle)(*body), kJson);
+    });
   }
   // Health probes are cheap and answered in the overflow lane too.
   auto enter_probe = [this](const httplib::Request& req) {
@@ -482,12 +503,15 @@ void HttpServer::install_routes() {
     res.set_content(extender_.debug_state(), kJson);
   });
   // Takes an ExtenderArgs like the verbs, so its body is read and bounded like theirs.
-  s.Post(kExplainPath, [this, enter, limit](const httplib::Request& req, httplib::Response& res,
-                                            const httplib::ContentReader& reader) {
-    std::optional<std::string> body = verb_body(req, reader, limit, res);
-    if (!body || !enter("explain", true, req, res)) return;
-    res.set_content(extender_.explain(*body), kJson);
-  });
+  s.Post(kExplainPath,
+         [this, enter, lease, limit](const httplib::Request& req, httplib::Response& res,
+                                     const httplib::ContentReader& reader) {
+           const BodyBudget::Lease held = lease("explain", req, res);
+           if (!held.granted()) return;
+           std::optional<std::string> body = verb_body(req, reader, limit, res);
+           if (!body || !enter("explain", true, req, res)) return;
+           res.set_content(extender_.explain(*body), kJson);
+         });
 
   auto refuse = [is_verb_path, limit, too_large](const httplib::Request& req,
                                                  httplib::Response& res) {
@@ -558,7 +582,7 @@ Result<int> HttpServer::bind(const std::string& host, int port) {
 
 void HttpServer::serve() {
   serve_entered_ = true;
-  // An unusable TLS context is never served (httplib would dereference it per connection).
+  // An unusable TLS context is never served.
   if (!stop_requested_ && setup_) server_->listen_after_bind();
   serve_returned_ = true;
 }
