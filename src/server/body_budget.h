@@ -4,9 +4,10 @@
 // 35 bytes of heap per body byte for the worst shape (`[{},{},...]`), so --workers concurrent
 // bodies of --max-body-bytes could take workers x 35 x max_body_bytes (18 GB with 32 workers).
 // Bodies up to kSmallBody bytes pass freely (kube-scheduler's nodeCache calls are tens of KB);
-// larger ones first lease their size from one budget of two maximal bodies, waiting for it at
-// most a given time. A body larger than the budget gets it when nobody else holds any. Ending a
-// lease returns freed heap pages to the system (malloc_trim). Private to the server.
+// a larger one, once read, leases its size from one budget of two maximal bodies before it is
+// parsed, waiting for it at most a given time. A body larger than the budget gets it when nobody
+// else holds any. Ending a lease returns freed heap pages to the system (malloc_trim). Private to
+// the server.
 #pragma once
 
 #include <chrono>

@@ -439,17 +439,16 @@ void HttpServer::install_routes() {
 
   const std::size_t limit = options_.max_body_bytes;
   const std::string too_large = too_large_message(limit);
-  // A large body first leases its size from the body budget (body_budget.h), held until the
-  // answer is made; the overflow lane reads bodies without parsing them and leases nothing.
+  // A large body, once read, leases its size from the body budget (body_budget.h) before it is
+  // parsed, held until the answer is made. Read first: a client sending slowly must not hold a
+  // share of the budget. The overflow lane does not parse bodies and leases nothing.
   const std::string no_budget =
       "overloaded: large request bodies already being handled fill the memory budget of " +
       std::to_string(body_budget_->capacity()) +
       " bytes (2 x --max-body-bytes) for --request-timeout; retry shortly";
-  auto lease = [this, metrics, no_budget, limit](
-                   const std::string& route, const httplib::Request& req, httplib::Response& res) {
+  auto lease = [this, metrics, no_budget](const std::string& route, std::size_t size,
+                                          httplib::Response& res) {
     if (t_overflow) return BodyBudget::Lease();
-    const std::size_t size =
-        req.has_header("Content-Length") ? front_door::content_length(req) : limit;  // chunked
     BodyBudget::Lease l = body_budget_->acquire(size, options_.request_timeout);
     if (!l.granted()) {
       if (metrics != nullptr) metrics->count_overload(route);
@@ -463,10 +462,10 @@ void HttpServer::install_routes() {
     s.Post(prefix + "/" + v.name, [this, handle, name, enter, lease, limit](
                                       const httplib::Request& req, httplib::Response& res,
                                       const httplib::ContentReader& reader) {
-      const BodyBudget::Lease held = lease(name, req, res);
-      if (!held.granted()) return;
       std::optional<std::string> body = verb_body(req, reader, limit, res);
-      if (!body || !enter(name, true, req, res)) return;
+      if (!body) return;
+      const BodyBudget::Lease held = lease(name, body->size(), res);
+      if (!held.granted() || !enter(name, true, req, res)) return;
       res.set_content((extender_.*handle)(*body), kJson);
     });
   }
@@ -508,10 +507,10 @@ void HttpServer::install_routes() {
   s.Post(kExplainPath,
          [this, enter, lease, limit](const httplib::Request& req, httplib::Response& res,
                                      const httplib::ContentReader& reader) {
-           const BodyBudget::Lease held = lease("explain", req, res);
-           if (!held.granted()) return;
            std::optional<std::string> body = verb_body(req, reader, limit, res);
-           if (!body || !enter("explain", true, req, res)) return;
+           if (!body) return;
+           const BodyBudget::Lease held = lease("explain", body->size(), res);
+           if (!held.granted() || !enter("explain", true, req, res)) return;
            res.set_content(extender_.explain(*body), kJson);
          });
 

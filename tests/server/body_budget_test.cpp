@@ -1,7 +1,7 @@
 // The large-body budget (src/server/body_budget.h, issue 17 "RSS bound"): bodies over 256 KiB
-// are handled at most 2 x --max-body-bytes at a time whatever --workers is, a request that
-// cannot get its share within --request-timeout is answered "overloaded" without its body being
-// read, and small bodies never wait for it.
+// are parsed at most 2 x --max-body-bytes at a time whatever --workers is, a request that
+// cannot get its share within --request-timeout is answered "overloaded" unparsed, and small
+// bodies never wait for it.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -81,7 +81,7 @@ TEST_CASE("large bodies wait for the body budget; small ones and probes do not",
       });
     }
     REQUIRE(eventually([&] { return gate.entered() == 2; }));
-    // The budget is full: a third large body is refused once its wait runs out, unread.
+    // The budget is full: a third large body is refused once its wait runs out, unparsed.
     auto third = srv.client().Post("/filter", body_of(512 * 1024), "application/json");
     INFO(httplib::to_string(third.error()));
     REQUIRE(third);
