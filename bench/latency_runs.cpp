@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <netinet/in.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -203,10 +204,11 @@ class Bodies {
   std::string all_;
 };
 
-void client_loop(int id, int clients, int port, const std::vector<StreamPod>& pods,
+void client_loop(int id, int clients, const std::string& url, const std::vector<StreamPod>& pods,
                  const Bodies& bodies, server::Extender& extender, Departures& departures,
                  ClientLog& log) try {
-  httplib::Client cli("127.0.0.1", port);
+  httplib::Client cli(url);  // https:// with --tls-cert
+  cli.enable_server_certificate_verification(false);
   cli.set_keep_alive(true);
   cli.set_tcp_nodelay(true);  // as Go's net/http (kube-scheduler) does by default
   cli.set_read_timeout(120, 0);
@@ -258,10 +260,33 @@ void client_loop(int id, int clients, int port, const std::vector<StreamPod>& po
   log.error = e.what();
 }
 
+// What a slow plain-HTTP attacker trickles: a filter request whose body never completes.
+constexpr std::string_view kSlowRequest =
+    "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    "Content-Length: 100000\r\n\r\n{\"Pod\":{\"metadata\":{\"name\":\"slow\"}}";
+
+// A TLS client's first flight (its ClientHello), made with memory BIOs: what a slow HTTPS
+// attacker trickles.
+std::string client_hello() {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL* ssl = SSL_new(ctx);
+  BIO* out = BIO_new(BIO_s_mem());
+  SSL_set_bio(ssl, BIO_new(BIO_s_mem()), out);  // owned by ssl
+  SSL_set_connect_state(ssl);
+  SSL_do_handshake(ssl);  // writes the ClientHello, then wants the server's answer
+  std::string hello(static_cast<std::size_t>(BIO_ctrl_pending(out)), '\0');
+  BIO_read(out, hello.data(), static_cast<int>(hello.size()));
+  SSL_free(ssl);
+  SSL_CTX_free(ctx);
+  return hello;
+}
+
 // Idle and slow connections against 127.0.0.1:port until `stop`; bounded by the counts given.
 class Attack {
  public:
-  Attack(int port, int idle, int slow) : port_(port) {
+  // `request`: what a slow client trickles (a filter request, or a ClientHello over HTTPS).
+  Attack(int port, int idle, int slow, std::string request)
+      : port_(port), request_(std::move(request)) {
     if (idle + slow == 0) return;
     for (int i = 0; i < idle; ++i) idle_.push_back(connect_once());
     slow_.assign(static_cast<std::size_t>(slow), Slow{});
@@ -294,13 +319,10 @@ class Attack {
 
   // Each slow client sends its next byte every 500 ms; one the server closed starts over.
   void trickle() {
-    static constexpr std::string_view kRequest =
-        "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        "Content-Length: 100000\r\n\r\n{\"Pod\":{\"metadata\":{\"name\":\"slow\"}}";
     while (!stop_) {
       for (Slow& s : slow_) {
         if (s.fd < 0) s = Slow{connect_once(), 0};
-        const char ch = kRequest[s.sent % kRequest.size()];
+        const char ch = request_[s.sent % request_.size()];
         if (::send(s.fd, &ch, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
           ::close(s.fd);
           s.fd = -1;
@@ -314,6 +336,7 @@ class Attack {
   }
 
   int port_;
+  std::string request_;
   std::vector<int> idle_;
   std::vector<Slow> slow_;
   std::atomic<bool> stop_{false};
@@ -338,13 +361,20 @@ LatencyRun run_http(const std::vector<StreamPod>& pods, const LatencyOptions& op
   for (const auto& [info, req] : bound) extender.scheduler().observe(info, req);
   server::HttpOptions http;
   http.max_body_bytes = std::size_t{1} << 30;  // full-node bodies of 10,000 nodes are ~40 MB
+  http.tls_cert_file = options.tls_cert;
+  http.tls_key_file = options.tls_key;
+  const bool https = !options.tls_cert.empty();
+  if (https) run.mode += ", https";
   server::HttpServer srv(extender, http);
   auto port = srv.bind("127.0.0.1", 0);
   if (!port) throw std::runtime_error(port.error());
   std::thread serving([&] { srv.serve(); });
+  const std::string url =
+      (https ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(*port);
 
   std::optional<Attack> attack;
-  attack.emplace(*port, options.idle_connections, options.slow_connections);
+  attack.emplace(*port, options.idle_connections, options.slow_connections,
+                 https ? client_hello() : std::string(kSlowRequest));
   if (options.idle_connections + options.slow_connections > 0) {
     run.mode += " attack " + std::to_string(options.idle_connections) + " idle + " +
                 std::to_string(options.slow_connections) + " slow";
@@ -353,7 +383,7 @@ LatencyRun run_http(const std::vector<StreamPod>& pods, const LatencyOptions& op
   const auto start = Clock::now();
   std::vector<std::thread> clients;
   for (int id = 0; id < options.clients; ++id) {
-    clients.emplace_back(client_loop, id, options.clients, *port, std::cref(pods),
+    clients.emplace_back(client_loop, id, options.clients, std::cref(url), std::cref(pods),
                          std::cref(bodies), std::ref(extender), std::ref(departures),
                          std::ref(logs[id]));
   }

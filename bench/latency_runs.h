@@ -37,6 +37,10 @@ struct LatencyOptions {
   // server closes them), all open while the stream runs.
   int idle_connections = 0;
   int slow_connections = 0;
+  // http: serve HTTPS with this PEM certificate and key (the clients do not verify it); slow
+  // attackers then send a ClientHello one byte every 500 ms instead of a request.
+  std::string tls_cert;
+  std::string tls_key;
   // The policy the runs schedule with (the built-in default when null), and its name in the
   // table's mode column.
   const placement::Policy* policy = nullptr;

@@ -7,6 +7,7 @@
 //   gapless-microbench --nodes 5000 --modes engine --pods 2000
 //   gapless-microbench --nodes 5000 --modes engine,http --policy policies/bundle.yaml
 //   gapless-microbench --nodes 1000 --modes http --attack 200,50   # issue 17: under attack
+//   ... --tls-cert c.pem --tls-key k.pem                           # the same over HTTPS
 //   gapless-microbench --parse 100000,200000                       # issue 17: parse time
 //   gapless-microbench --nodes 10000 --modes metrics    # one GET /metrics's work, per scrape
 //   gapless-microbench --nodes 5000 --modes rebuild     # restart: lists -> model (10 pods/node)
@@ -179,6 +180,10 @@ int main(int argc, char** argv) {
                  "one byte every 500 ms); also runs http without them for comparison")
       ->delimiter(',')
       ->expected(2);
+  std::string tls_cert, tls_key;
+  app.add_option("--tls-cert", tls_cert,
+                 "http: serve HTTPS with this PEM certificate (with --tls-key)");
+  app.add_option("--tls-key", tls_key, "http: the PEM private key of --tls-cert");
   std::vector<int> parse_objects;
   app.add_option("--parse", parse_objects,
                  "only time one filter call on bodies of this many empty objects in an array")
@@ -215,6 +220,8 @@ int main(int argc, char** argv) {
       o.clients = clients;
       o.policy = &policies[pi].second;
       o.policy_name = policies[pi].first;
+      o.tls_cert = tls_cert;
+      o.tls_key = tls_key;
       for (const std::string& mode : modes) {
         if (mode == "engine") {
           const auto stream = bench::pod_stream(pods, 7);

@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   app.add_option("--write-timeout", write_timeout, "seconds one socket write may wait")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
-  app.add_option("--workers", workers, "threads serving connections")
+  app.add_option("--workers", workers, "threads answering requests")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   app.add_option("--max-queue", max_queue,
@@ -115,15 +115,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
   app.add_option("--request-timeout", request_timeout,
-                 "seconds a request's head and body may take from its first byte (plain HTTP)")
+                 "seconds a request's head and body may take from its first byte (HTTPS: the "
+                 "handshake and first request, from the accept)")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   app.add_option("--max-connections", max_connections,
-                 "open connections at most; beyond, new ones are closed at once (plain HTTP)")
+                 "open connections at most; beyond, new ones are closed at once")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   app.add_option("--max-connections-per-peer", max_connections_per_peer,
-                 "open connections from one peer address at most (plain HTTP)")
+                 "open connections from one peer address at most")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   app.add_option("--tls-cert", tls_cert,

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "body_budget.h"
 #include "front_door.h"
 #include "plain_connection.h"
 
@@ -87,6 +88,8 @@ Status setup_tls(SSL_CTX& ctx, const HttpOptions& o) {
   }
   ERR_clear_error();
   SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
+  // Idle connections at the door then hold no TLS record buffers (~34 KiB each).
+  SSL_CTX_set_mode(&ctx, SSL_MODE_RELEASE_BUFFERS);
   SSL_CTX_set_options(&ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
                                 SSL_OP_NO_SESSION_RESUMPTION_ON_RENEGOTIATION);
   if (SSL_CTX_use_certificate_chain_file(&ctx, o.tls_cert_file.c_str()) != 1) {
@@ -199,20 +202,19 @@ Status check_options(const HttpOptions& o) {
 
 // The bounded pool behind httplib's accept loop (installed through Server::new_task_queue).
 //
-// httplib accepts a connection and hands the pool a function that owns the socket: it reads
-// requests, answers them and closes the socket. The pool never sees the socket, so every
-// connection must be given to a thread that runs that function, or its descriptor leaks:
+// The door (plain_connection.h) hands the pool a function that owns a connection with a complete
+// request: it answers it (and any pipelined one), then gives the connection back to the door or
+// closes it. Every such function must run, or the connection leaks:
 //  - Worker lane: `workers` threads; a connection waits in the queue when there are no more
 //    idle workers than waiting connections and fewer than `max_queue` wait beyond those.
 //  - Overflow lane: otherwise, one of kOverflowThreads threads runs the function with
 //    t_overflow set. The handlers then answer without work: health probes normally, extender
 //    verbs with {"Error":"overloaded: ..."}, other routes 503, with "Connection: close".
-//  - If even the overflow lane's queue is full, the calling thread runs the connection itself
-//    (t_overflow set). Over HTTPS that is the accept thread: accepting pauses for that long
-//    instead of piling up descriptors. Over plain HTTP it is the door thread, with the request
-//    already read (plain_connection.h), so only the answer's write can take time.
-// shutdown() lets every queued connection run (httplib's function sees the listener closed and
-// just closes the socket) and joins all threads.
+//  - If even the overflow lane's queue is full, the calling thread, the door's, runs the
+//    connection itself (t_overflow set), with the request already read, so only the answer's
+//    write can take time.
+// shutdown() lets every queued connection run (the function sees the server stopping and just
+// closes the connection) and joins all threads.
 class ConnectionPool {
  public:
   static constexpr std::size_t kOverflowThreads = 2;
@@ -348,29 +350,34 @@ std::string normalize_prefix(std::string prefix) {
 HttpServer::HttpServer(Extender& extender, HttpOptions options)
     : extender_(extender), options_(std::move(options)), setup_(check_options(options_)) {
   options_.url_prefix = normalize_prefix(options_.url_prefix);
+  body_budget_ = std::make_unique<BodyBudget>(options_.max_body_bytes);
   pool_ = std::make_unique<ConnectionPool>(std::max<std::size_t>(options_.workers, 1),
                                            options_.max_queue);
   if (setup_ && tls()) {
-    Status tls_status = Error{"cannot create a TLS context"};
-    server_ = std::make_unique<httplib::SSLServer>([this, &tls_status](SSL_CTX& ctx) {
-      tls_status = setup_tls(ctx, options_);
-      return tls_status.ok();
-    });
-    if (!tls_status) {
-      setup_ = tls_status;
-    } else if (!server_->is_valid()) {
+    // Our own context, served by the door (plain_connection.h) like plain HTTP.
+    SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+    if (ctx == nullptr) {
       setup_ = Error{"cannot create a TLS context: " + openssl_error()};
+    } else {
+      setup_ = setup_tls(*ctx, options_);
     }
+    server_ = std::make_unique<DoorServer>(ctx);
   } else {
-    server_ = std::make_unique<PlainHttpServer>();
+    server_ = std::make_unique<DoorServer>();
   }
   install_routes();
 }
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+  stop();
+}
 
-std::size_t HttpServer::queued_connections() const { return pool_->queued(); }
-std::size_t HttpServer::busy_workers() const { return pool_->busy(); }
+std::size_t HttpServer::queued_connections() const {
+  return pool_->queued();
+}
+std::size_t HttpServer::busy_workers() const {
+  return pool_->busy();
+}
 
 void HttpServer::install_routes() {
   httplib::Server& s = *server_;
@@ -381,12 +388,12 @@ void HttpServer::install_routes() {
   // waits for the ACK of the headers, which the scheduler's TCP stack delays by up to 40 ms.
   s.set_tcp_nodelay(true);
   s.new_task_queue = [pool = pool_.get()] { return new PoolQueue(*pool); };
-  // Plain HTTP: connections wait for a request at the door, not on a worker.
-  if (auto* plain = dynamic_cast<PlainHttpServer*>(&s)) {
-    plain->serve_through(DoorLimits{options_.request_timeout, options_.max_connections,
-                                    options_.max_connections_per_peer, options_.max_body_bytes},
-                         s.new_task_queue);
-  }
+  // Connections wait for a request at the door (and over HTTPS, handshake there), not on a
+  // worker.
+  static_cast<DoorServer&>(s).serve_through(
+      DoorLimits{options_.request_timeout, options_.max_connections,
+                 options_.max_connections_per_peer, options_.max_body_bytes},
+      s.new_task_queue);
 
   const std::string prefix = options_.url_prefix;
   auto is_verb_path = [prefix](const std::string& path) {
@@ -432,16 +439,35 @@ void HttpServer::install_routes() {
 
   const std::size_t limit = options_.max_body_bytes;
   const std::string too_large = too_large_message(limit);
+  // A large body, once read, leases its size from the body budget (body_budget.h) before it is
+  // parsed, held until the answer is made. Read first: a client sending slowly must not hold a
+  // share of the budget. The overflow lane does not parse bodies and leases nothing.
+  const std::string no_budget =
+      "overloaded: large request bodies already being handled fill the memory budget of " +
+      std::to_string(body_budget_->capacity()) +
+      " bytes (2 x --max-body-bytes) for --request-timeout; retry shortly";
+  auto lease = [this, metrics, no_budget](const std::string& route, std::size_t size,
+                                          httplib::Response& res) {
+    if (t_overflow) return BodyBudget::Lease();
+    BodyBudget::Lease l = body_budget_->acquire(size, options_.request_timeout);
+    if (!l.granted()) {
+      if (metrics != nullptr) metrics->count_overload(route);
+      front_door::answer_and_close(res, 200, error_json(no_budget), kJson);
+    }
+    return l;
+  };
   for (const Verb& v : kVerbs) {
     auto handle = v.handle;
     const std::string name = v.name;
-    s.Post(prefix + "/" + v.name,
-           [this, handle, name, enter, limit](const httplib::Request& req, httplib::Response& res,
-                                              const httplib::ContentReader& reader) {
-             std::optional<std::string> body = verb_body(req, reader, limit, res);
-             if (!body || !enter(name, true, req, res)) return;
-             res.set_content((extender_.*handle)(*body), kJson);
-           });
+    s.Post(prefix + "/" + v.name, [this, handle, name, enter, lease, limit](
+                                      const httplib::Request& req, httplib::Response& res,
+                                      const httplib::ContentReader& reader) {
+      std::optional<std::string> body = verb_body(req, reader, limit, res);
+      if (!body) return;
+      const BodyBudget::Lease held = lease(name, body->size(), res);
+      if (!held.granted() || !enter(name, true, req, res)) return;
+      res.set_content((extender_.*handle)(*body), kJson);
+    });
   }
   // Health probes are cheap and answered in the overflow lane too.
   auto enter_probe = [this](const httplib::Request& req) {
@@ -466,8 +492,8 @@ void HttpServer::install_routes() {
         });
   s.Get("/version", [enter](const httplib::Request& req, httplib::Response& res) {
     if (!enter(req.path, false, req, res)) return;
-    res.set_content(nlohmann::json{{"name", "gapless-extender"}, {"version", GAPLESS_VERSION}}.dump(),
-                    kJson);
+    res.set_content(
+        nlohmann::json{{"name", "gapless-extender"}, {"version", GAPLESS_VERSION}}.dump(), kJson);
   });
   s.Get("/metrics", [this, enter](const httplib::Request& req, httplib::Response& res) {
     if (!enter(req.path, false, req, res)) return;
@@ -478,12 +504,15 @@ void HttpServer::install_routes() {
     res.set_content(extender_.debug_state(), kJson);
   });
   // Takes an ExtenderArgs like the verbs, so its body is read and bounded like theirs.
-  s.Post(kExplainPath, [this, enter, limit](const httplib::Request& req, httplib::Response& res,
-                                            const httplib::ContentReader& reader) {
-    std::optional<std::string> body = verb_body(req, reader, limit, res);
-    if (!body || !enter("explain", true, req, res)) return;
-    res.set_content(extender_.explain(*body), kJson);
-  });
+  s.Post(kExplainPath,
+         [this, enter, lease, limit](const httplib::Request& req, httplib::Response& res,
+                                     const httplib::ContentReader& reader) {
+           std::optional<std::string> body = verb_body(req, reader, limit, res);
+           if (!body) return;
+           const BodyBudget::Lease held = lease("explain", body->size(), res);
+           if (!held.granted() || !enter("explain", true, req, res)) return;
+           res.set_content(extender_.explain(*body), kJson);
+         });
 
   auto refuse = [is_verb_path, limit, too_large](const httplib::Request& req,
                                                  httplib::Response& res) {
@@ -519,18 +548,18 @@ void HttpServer::install_routes() {
         }
         return httplib::Server::HandlerResponse::Handled;
       }));
-  s.set_exception_handler([is_verb_path](const httplib::Request& req, httplib::Response& res,
-                                         std::exception_ptr ep) {
-    std::string what = "internal error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = std::string("internal error: ") + e.what();
-    } catch (...) {
-    }
-    res.status = is_verb_path(req.path) ? 200 : 500;
-    res.set_content(error_json(what), kJson);
-  });
+  s.set_exception_handler(
+      [is_verb_path](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = std::string("internal error: ") + e.what();
+        } catch (...) {
+        }
+        res.status = is_verb_path(req.path) ? 200 : 500;
+        res.set_content(error_json(what), kJson);
+      });
 }
 
 Result<int> HttpServer::bind(const std::string& host, int port) {
@@ -545,7 +574,8 @@ Result<int> HttpServer::bind(const std::string& host, int port) {
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     *listening = sock;
   });
-  const int bound = port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
+  const int bound =
+      port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
   if (bound < 0) return Error{"cannot listen on " + host + ":" + std::to_string(port)};
   if (*listening != INVALID_SOCKET) ::listen(*listening, SOMAXCONN);  // only updates the backlog
   return bound;
@@ -553,7 +583,7 @@ Result<int> HttpServer::bind(const std::string& host, int port) {
 
 void HttpServer::serve() {
   serve_entered_ = true;
-  // An unusable TLS context is never served (httplib would dereference it per connection).
+  // An unusable TLS context is never served.
   if (!stop_requested_ && setup_) server_->listen_after_bind();
   serve_returned_ = true;
 }

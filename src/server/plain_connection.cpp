@@ -1,6 +1,7 @@
 #include "plain_connection.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -13,6 +14,7 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <csignal>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -22,18 +24,17 @@
 #include <thread>
 #include <vector>
 
+#include "door_transport.h"
+
 namespace gapless::server {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The door buffers at most this much of one request; a larger body (a full-mode NodeList) goes
-// to a worker at the end of its head, which reads the rest under the request deadline. Bounds
-// the door's memory at max_connections times this.
-constexpr std::size_t kDoorBuffer = 1024 * 1024;
-// A head this long without its blank line goes to a worker, where httplib refuses it.
-constexpr std::size_t kMaxHead = 64 * 1024;
+// A head this long without its blank line goes to a worker, where httplib refuses it. Every
+// connection may buffer this much (kDoorAlways), so a head is never cut short by the budget.
+constexpr std::size_t kMaxHead = kDoorAlways;
 
 constexpr std::string_view kTimedOut =
     "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: text/plain\r\n"
@@ -42,18 +43,6 @@ constexpr std::string_view kTooMany =
     "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n"
     "Content-Type: text/plain\r\nContent-Length: 78\r\n\r\n"
     "too many connections (--max-connections, --max-connections-per-peer); retry\r\n\r\n";
-
-// Waits up to `timeout` for `events` on `sock`; EINTR restarts the wait with the time left.
-bool wait_for(int sock, short events, Clock::duration timeout) {
-  const auto end = Clock::now() + timeout;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
-    pollfd p{sock, events, 0};
-    const int n = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
-    if (n > 0) return true;
-    if (n == 0 || errno != EINTR) return false;
-  }
-}
 
 void address_of(int sock, bool peer, std::string& ip, int& port) {
   sockaddr_storage addr{};
@@ -71,12 +60,6 @@ void address_of(int sock, bool peer, std::string& ip, int& port) {
     port = ntohs(in6->sin6_port);
   }
   ip = text.data();
-}
-
-// Best effort, never blocks: for answers the door sends before closing.
-void send_now(int sock, std::string_view text) {
-  [[maybe_unused]] const ssize_t n =
-      ::send(sock, text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -111,8 +94,8 @@ std::vector<std::string_view> headers(std::string_view head, std::string_view na
 
 // Whether `data` (the start of a request) is enough for a worker: the whole request is there,
 // or the worker must take over the reading (see plain_connection.h), or it is not a request
-// httplib would wait for anyway.
-bool request_ready(std::string_view data, std::size_t max_body) {
+// httplib would wait for anyway. `full`: the door may not buffer more of this connection.
+bool request_ready(std::string_view data, std::size_t max_body, bool full) {
   const std::size_t head_end = data.find("\r\n\r\n");
   if (head_end == std::string_view::npos) return data.size() >= kMaxHead;
   const std::string_view head = data.substr(0, head_end + 2);
@@ -125,14 +108,14 @@ bool request_ready(std::string_view data, std::size_t max_body) {
   auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), n);
   if (ec != std::errc() || end != length.data() + length.size()) return true;
   const std::size_t have = data.size() - (head_end + 4);
-  return n > max_body || have >= n || data.size() >= kDoorBuffer;
+  return n > max_body || have >= n || full;
 }
 
 }  // namespace
 
 // One connection and what has been read from it but not yet parsed.
 struct PlainConn {
-  int sock = -1;
+  std::unique_ptr<Transport> io;
   std::string ip;
   std::string buf;
   std::size_t begin = 0;               // buf[begin..] is unread
@@ -144,33 +127,43 @@ struct PlainConn {
   std::size_t requests_left = 0;
 
   std::string_view unread() const { return std::string_view(buf).substr(begin); }
+  // Drops what was parsed, and memory a large request left behind.
   void compact() {
     buf.erase(0, begin);
     begin = 0;
+    if (buf.capacity() > kDoorAlways) buf.shrink_to_fit();
   }
+  // Bytes beyond kDoorAlways: what counts against the door's kDoorBudget.
+  std::size_t over() const { return buf.size() > kDoorAlways ? buf.size() - kDoorAlways : 0; }
 };
 
 namespace {
 
 // The worker's view of a connection: reads come from the door's buffer first, then from the
-// socket, never past the request's deadline; each read or write waits at most its timeout.
+// transport, never past the request's deadline; each read or write waits at most its timeout.
 class ConnStream : public httplib::Stream {
  public:
   ConnStream(PlainConn& c, Clock::duration read_timeout, Clock::duration write_timeout)
       : c_(c), read_timeout_(read_timeout), write_timeout_(write_timeout) {}
 
   bool is_readable() const override {
-    return c_.begin < c_.buf.size() || wait_for(c_.sock, POLLIN, read_wait());
+    if (c_.begin < c_.buf.size() || c_.io->pending()) return true;
+    pollfd p{c_.io->sock(), POLLIN, 0};
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(read_end() - Clock::now());
+    return ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(wait.count(), 0))) > 0;
   }
-  bool is_writable() const override { return wait_for(c_.sock, POLLOUT, write_timeout_); }
+  bool is_writable() const override {
+    pollfd p{c_.io->sock(), POLLOUT, 0};
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(write_timeout_);
+    return ::poll(&p, 1, static_cast<int>(wait.count())) > 0;
+  }
 
   ssize_t read(char* ptr, size_t size) override {
     if (c_.begin == c_.buf.size()) {
       c_.buf.clear();
       c_.begin = 0;
-      if (!wait_for(c_.sock, POLLIN, read_wait())) return -1;
       std::array<char, 16384> tmp{};
-      const ssize_t n = ::recv(c_.sock, tmp.data(), tmp.size(), 0);
+      const ssize_t n = c_.io->read(tmp.data(), tmp.size(), read_end());
       if (n <= 0) return n;  // 0: the peer closed
       c_.buf.append(tmp.data(), static_cast<std::size_t>(n));
     }
@@ -181,23 +174,21 @@ class ConnStream : public httplib::Stream {
   }
 
   ssize_t write(const char* ptr, size_t size) override {
-    if (!is_writable()) return -1;
-    return ::send(c_.sock, ptr, size, MSG_NOSIGNAL);
+    return c_.io->write(ptr, size, Clock::now() + write_timeout_);
   }
 
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    address_of(c_.sock, true, ip, port);
+    address_of(c_.io->sock(), true, ip, port);
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
-    address_of(c_.sock, false, ip, port);
+    address_of(c_.io->sock(), false, ip, port);
   }
-  socket_t socket() const override { return c_.sock; }
+  socket_t socket() const override { return c_.io->sock(); }
 
  private:
   // One read waits --read-timeout at most, and never past the request's deadline.
-  Clock::duration read_wait() const {
-    return std::max(Clock::duration::zero(),
-                    std::min(read_timeout_, c_.request_deadline - Clock::now()));
+  Clock::time_point read_end() const {
+    return std::min(Clock::now() + read_timeout_, c_.request_deadline);
   }
 
   PlainConn& c_;
@@ -218,9 +209,10 @@ struct DoorTimeouts {
 // hands the others to the workers. Lives for one listen (httplib's task queue's lifetime).
 class Door {
  public:
-  Door(PlainHttpServer& server, DoorLimits limits, DoorTimeouts timeouts,
+  Door(DoorServer& server, SSL_CTX* tls, DoorLimits limits, DoorTimeouts timeouts,
        std::unique_ptr<httplib::TaskQueue> workers)
       : server_(server),
+        tls_(tls),
         limits_(limits),
         timeouts_(timeouts),
         workers_(std::move(workers)),
@@ -234,13 +226,12 @@ class Door {
   Door(const Door&) = delete;
   Door& operator=(const Door&) = delete;
 
-  // On the accept thread: refused at once over a limit, else watched by the door.
+  // On the accept thread: refused at once over a limit, else watched by the door. Neither reads
+  // nor handshakes: the door thread does, without blocking.
   void admit(int sock) {
     auto c = std::make_shared<PlainConn>();
-    c->sock = sock;
     int port = 0;
     address_of(sock, true, c->ip, port);
-    c->deadline = Clock::now() + timeouts_.keep_alive;
     c->requests_left = timeouts_.keep_alive_max_count;
     {
       std::lock_guard lock(mu_);
@@ -248,13 +239,20 @@ class Door {
       if (stopping_ || total_ >= limits_.max_connections ||
           mine >= limits_.max_connections_per_peer) {
         if (mine == 0) per_peer_.erase(c->ip);
-        send_now(sock, kTooMany);
-        close_socket(sock);
+        // Over HTTPS no answer can be sent before a handshake: the client sees the close.
+        Transport refused(sock, nullptr);
+        if (tls_ == nullptr) refused.send_now(kTooMany);
         return;
       }
       ++mine;
       ++total_;
     }
+    SSL* ssl = tls_ == nullptr ? nullptr : tls_session(sock);
+    c->io = std::make_unique<Transport>(sock, ssl);
+    if (tls_ != nullptr && ssl == nullptr) return release(*c);
+    const auto now = Clock::now();
+    c->deadline = now + timeouts_.keep_alive;
+    if (c->io->tls()) start_request(*c, now);  // the handshake is part of the first request
     hand_back(std::move(c));
   }
 
@@ -276,6 +274,19 @@ class Door {
   }
 
  private:
+  // A TLS session on `sock` in accept state, the socket made non-blocking; null if OpenSSL
+  // cannot make one.
+  SSL* tls_session(int sock) const {
+    ::fcntl(sock, F_SETFL, ::fcntl(sock, F_GETFL) | O_NONBLOCK);
+    SSL* ssl = SSL_new(tls_);
+    if (ssl != nullptr && SSL_set_fd(ssl, sock) == 1) {
+      SSL_set_accept_state(ssl);
+      return ssl;
+    }
+    SSL_free(ssl);
+    return nullptr;
+  }
+
   // Gives a connection (back) to the door thread.
   void hand_back(std::shared_ptr<PlainConn> c) {
     {
@@ -294,18 +305,13 @@ class Door {
     [[maybe_unused]] const ssize_t n = ::write(wake_, &one, sizeof(one));
   }
 
-  static void close_socket(int sock) {
-    ::shutdown(sock, SHUT_RDWR);
-    ::close(sock);
-  }
-
   void release(PlainConn& c) {
     {
       std::lock_guard lock(mu_);
       if (--per_peer_[c.ip] == 0) per_peer_.erase(c.ip);
       --total_;
     }
-    close_socket(c.sock);
+    c.io->close();
   }
 
   void run() {
@@ -319,28 +325,29 @@ class Door {
         incoming_.clear();
       }
       fds.assign(1, pollfd{wake_, POLLIN, 0});
-      for (const auto& c : watched) fds.push_back(pollfd{c->sock, POLLIN, 0});
+      for (const auto& c : watched) fds.push_back(pollfd{c->io->sock(), c->io->events(), 0});
       ::poll(fds.data(), fds.size(), poll_timeout_ms(watched));
       std::uint64_t drained = 0;
       [[maybe_unused]] const ssize_t n = ::read(wake_, &drained, sizeof(drained));
       visit(watched, fds);
     }
     for (auto& c : watched) release(*c);
-    std::lock_guard lock(mu_);
-    for (auto& c : incoming_) {
-      if (--per_peer_[c->ip] == 0) per_peer_.erase(c->ip);
-      --total_;
-      close_socket(c->sock);
+    std::vector<std::shared_ptr<PlainConn>> left;
+    {
+      std::lock_guard lock(mu_);
+      left.swap(incoming_);
     }
-    incoming_.clear();
+    for (auto& c : left) release(*c);
   }
 
-  // Until the nearest deadline, at most 100 ms (a stopping server is also noticed that way).
+  // Until the nearest deadline, at most 100 ms (a stopping server is also noticed that way); no
+  // wait when a TLS session already holds decrypted bytes.
   static int poll_timeout_ms(const std::vector<std::shared_ptr<PlainConn>>& watched) {
     auto wait = std::chrono::milliseconds(100);
     const auto now = Clock::now();
     for (const auto& c : watched) {
       wait = std::min(wait, std::chrono::ceil<std::chrono::milliseconds>(c->deadline - now));
+      if (c->io->pending()) wait = std::chrono::milliseconds(0);
     }
     return static_cast<int>(std::max<std::int64_t>(wait.count(), 0));
   }
@@ -348,16 +355,21 @@ class Door {
   // Reads what arrived, hands complete requests to the workers, closes what ran out of time.
   void visit(std::vector<std::shared_ptr<PlainConn>>& watched, const std::vector<pollfd>& fds) {
     const auto now = Clock::now();
+    over_ = 0;
+    for (const auto& c : watched) over_ += c->over();
     std::size_t kept = 0;
     for (std::size_t i = 0; i < watched.size(); ++i) {
       std::shared_ptr<PlainConn>& c = watched[i];
-      const bool readable = (fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
-      if (readable && !read_some(*c, now)) {
+      const bool ready =
+          (fds[i + 1].revents & (POLLIN | POLLOUT | POLLHUP | POLLERR)) != 0 || c->io->pending();
+      if (ready && !progress(*c, now)) {
         release(*c);
-      } else if (c->in_request && request_ready(c->unread(), limits_.max_body_bytes)) {
+      } else if (c->in_request && c->io->handshaken() &&
+                 request_ready(c->unread(), limits_.max_body_bytes, room(*c) == 0)) {
+        over_ -= c->over();
         dispatch(std::move(c));
       } else if (now >= c->deadline) {
-        if (c->in_request) send_now(c->sock, kTimedOut);
+        if (c->in_request) c->io->send_now(kTimedOut);  // over TLS only once handshaken
         release(*c);
       } else {
         watched[kept++] = std::move(c);
@@ -366,16 +378,34 @@ class Door {
     watched.resize(kept);
   }
 
-  // Appends what the socket has; false when the peer closed or failed.
-  bool read_some(PlainConn& c, Clock::time_point now) {
+  // How much more the door may buffer for `c` (see plain_connection.h).
+  std::size_t room(const PlainConn& c) const {
+    const std::size_t size = c.buf.size();
+    if (size < kDoorAlways) return kDoorAlways - size;
+    if (size >= kDoorBuffer || over_ >= kDoorBudget) return 0;
+    return std::min(kDoorBuffer - size, kDoorBudget - over_);
+  }
+
+  // Advances the handshake, then appends what the transport has; false when the peer closed or
+  // failed (a failed handshake too).
+  bool progress(PlainConn& c, Clock::time_point now) {
+    if (c.io->handshake() == Transport::Io::kClosed) return false;
+    if (!c.io->handshaken()) return true;
     std::array<char, 16384> tmp{};
-    const ssize_t n = ::recv(c.sock, tmp.data(), tmp.size(), MSG_DONTWAIT);
-    if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
-    if (n == 0) return false;
-    if (!c.in_request) start_request(c, now);
-    c.deadline = std::min(c.request_deadline, now + timeouts_.read);
-    c.buf.append(tmp.data(), static_cast<std::size_t>(n));
-    return true;
+    for (;;) {  // over TLS until it wants the socket again: poll() cannot see decrypted bytes
+      const std::size_t want = std::min(tmp.size(), room(c));
+      if (want == 0) return true;
+      std::size_t n = 0;
+      const Transport::Io io = c.io->read_now(tmp.data(), want, &n);
+      if (io == Transport::Io::kClosed) return false;
+      if (io == Transport::Io::kAgain) return true;
+      if (!c.in_request) start_request(c, now);
+      c.deadline = std::min(c.request_deadline, now + timeouts_.read);
+      const std::size_t before = c.over();
+      c.buf.append(tmp.data(), n);
+      over_ += c.over() - before;
+      if (!c.io->tls()) return true;  // poll() reports the rest
+    }
   }
 
   void start_request(PlainConn& c, Clock::time_point now) const {
@@ -402,17 +432,19 @@ class Door {
       c->in_request = false;
       c->deadline = Clock::now() + timeouts_.keep_alive;
       if (!c->buf.empty()) start_request(*c, Clock::now());  // pipelined
-      if (!c->in_request || !request_ready(c->unread(), limits_.max_body_bytes)) {
+      if (!c->in_request || !request_ready(c->unread(), limits_.max_body_bytes, false)) {
         return hand_back(c);
       }
     }
   }
 
-  PlainHttpServer& server_;
+  DoorServer& server_;
+  SSL_CTX* const tls_;  // null: plain HTTP
   const DoorLimits limits_;
   const DoorTimeouts timeouts_;
   std::unique_ptr<httplib::TaskQueue> workers_;
   int wake_;
+  std::size_t over_ = 0;  // door thread only: bytes held beyond kDoorAlways, all connections
   mutable std::mutex mu_;
   bool stopping_ = false;
   std::vector<std::shared_ptr<PlainConn>> incoming_;  // admitted or given back, not yet watched
@@ -439,30 +471,40 @@ class DoorQueue : public httplib::TaskQueue {
   std::shared_ptr<Door> door_;
 };
 
+// A peer that closed makes a TLS close_notify or answer raise SIGPIPE (OpenSSL writes with
+// write(2)): ignore it unless the program chose otherwise (gapless-extender ignores it too).
+void ignore_sigpipe() {
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    std::signal(SIGPIPE, SIG_IGN);
+  }
+}
+
 }  // namespace
 
-PlainHttpServer::PlainHttpServer() = default;
-PlainHttpServer::~PlainHttpServer() = default;
+DoorServer::DoorServer(SSL_CTX* tls) : tls_(tls, SSL_CTX_free) {
+  if (tls != nullptr) ignore_sigpipe();
+}
+DoorServer::~DoorServer() = default;
 
-void PlainHttpServer::serve_through(DoorLimits limits,
-                                    std::function<httplib::TaskQueue*()> workers) {
+void DoorServer::serve_through(DoorLimits limits, std::function<httplib::TaskQueue*()> workers) {
   new_task_queue = [this, limits, workers = std::move(workers)] {
     const DoorTimeouts t{duration_of(read_timeout_sec_, read_timeout_usec_),
                          duration_of(write_timeout_sec_, write_timeout_usec_),
                          std::chrono::seconds(keep_alive_timeout_sec_), keep_alive_max_count_};
-    auto door =
-        std::make_shared<Door>(*this, limits, t, std::unique_ptr<httplib::TaskQueue>(workers()));
+    auto door = std::make_shared<Door>(*this, tls_.get(), limits, t,
+                                       std::unique_ptr<httplib::TaskQueue>(workers()));
     std::atomic_store(&door_, door);
     return new DoorQueue(std::move(door));
   };
 }
 
-std::size_t PlainHttpServer::open_connections() const {
+std::size_t DoorServer::open_connections() const {
   auto door = std::atomic_load(&door_);
   return door ? door->open() : 0;
 }
 
-bool PlainHttpServer::process_and_close_socket(socket_t sock) {
+bool DoorServer::process_and_close_socket(socket_t sock) {
   if (auto door = std::atomic_load(&door_)) {
     door->admit(sock);
   } else {
@@ -471,7 +513,7 @@ bool PlainHttpServer::process_and_close_socket(socket_t sock) {
   return true;
 }
 
-bool PlainHttpServer::serve_request(httplib::Stream& strm, bool last, bool* closed) {
+bool DoorServer::serve_request(httplib::Stream& strm, bool last, bool* closed) {
   return process_request(strm, last, *closed, nullptr);
 }
 

@@ -11,10 +11,9 @@
 // connection, since part of the request may be unread.
 //
 // Requests are answered by a bounded pool: `workers` threads, and at most `max_queue` requests
-// (HTTPS: connections) waiting for one. Over plain HTTP a connection reaches the pool only once a
-// request has fully arrived (src/server/plain_connection.h); over HTTPS each connection holds a
-// worker while open. One that finds the queue full is not queued: a small overflow lane answers
-// it at once. /healthz and /readyz are answered
+// waiting for one. A connection reaches the pool only once a request has fully arrived, over
+// HTTPS after a handshake the door ran (src/server/plain_connection.h). One that finds the queue
+// full is not queued: a small overflow lane answers it at once. /healthz and /readyz are answered
 // normally there, extender verbs get HTTP 200 with {"Error":"overloaded: ..."}, other routes 503;
 // each such answer is counted in gapless_http_overload_total{route}, and closes its connection.
 #pragma once
@@ -45,26 +44,27 @@ inline std::size_t default_workers() {
 }
 
 struct HttpOptions {
-  std::string url_prefix;                        // "" or "/gpu"; trailing '/' ignored
-  std::size_t max_body_bytes = 16 * 1024 * 1024; // full-mode NodeLists reach several MB
-  std::function<bool()> ready;                   // /readyz; null = always ready
+  std::string url_prefix;                         // "" or "/gpu"; trailing '/' ignored
+  std::size_t max_body_bytes = 16 * 1024 * 1024;  // full-mode NodeLists reach several MB
+  std::function<bool()> ready;                    // /readyz; null = always ready
 
-  // Socket timeouts of one read or write (also the TLS handshake's): --read-timeout,
+  // Socket timeouts of one read or write (also each wait of the TLS handshake): --read-timeout,
   // --write-timeout. Both must be positive.
   std::chrono::seconds read_timeout{30};
   std::chrono::seconds write_timeout{30};
-  // Connection workers (--workers, >= 1) and connections that may wait for a busy pool on top of
-  // the idle workers (--max-queue, >= 0). Over plain HTTP a connection holds a worker only while
-  // a request of it is answered; over HTTPS, until it is closed or idle for 5 s.
+  // Workers (--workers, >= 1) and requests that may wait for a busy pool on top of the idle
+  // workers (--max-queue, >= 0). A connection holds a worker only while a request of it is
+  // answered.
   std::size_t workers = default_workers();
   std::size_t max_queue = 64;
 
-  // Plain HTTP only (see src/server/plain_connection.h): a request's head and body must arrive
-  // within request_timeout of its first byte (--request-timeout, > 0), else 408 and close.
+  // HTTP and HTTPS (see src/server/plain_connection.h): a request's head and body must arrive
+  // within request_timeout of its first byte (--request-timeout, > 0), else 408 and close; over
+  // HTTPS the handshake and first request within request_timeout of the accept, else close.
   // Connections waiting for a request hold no worker. At most max_connections are open
   // (--max-connections, >= 1), at most max_connections_per_peer from one peer address
-  // (--max-connections-per-peer, >= 1); beyond, a new connection gets a best-effort 503 and is
-  // closed at once by the accept thread.
+  // (--max-connections-per-peer, >= 1); beyond, a new connection gets a best-effort 503 (HTTPS:
+  // nothing, no handshake) and is closed at once by the accept thread.
   std::chrono::seconds request_timeout{10};
   std::size_t max_connections = 1024;
   std::size_t max_connections_per_peer = 256;
@@ -88,6 +88,7 @@ struct HttpOptions {
 std::string normalize_prefix(std::string prefix);
 
 class ConnectionPool;
+class BodyBudget;
 
 class HttpServer {
  public:
@@ -121,6 +122,7 @@ class HttpServer {
   HttpOptions options_;
   Status setup_;  // why the options cannot be served, if they cannot
   std::unique_ptr<ConnectionPool> pool_;
+  std::unique_ptr<BodyBudget> body_budget_;  // large bodies handled at once (body_budget.h)
   std::unique_ptr<httplib::Server> server_;
   // httplib ignores stop() until its accept loop runs; these make an early stop() stick.
   std::atomic<bool> stop_requested_{false};

@@ -1,0 +1,107 @@
+// The large-body budget (src/server/body_budget.h, issue 17 "RSS bound"): bodies over 256 KiB
+// are parsed at most 2 x --max-body-bytes at a time whatever --workers is, a request that
+// cannot get its share within --request-timeout is answered "overloaded" unparsed, and small
+// bodies never wait for it.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "live_server.h"
+
+namespace gapless::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Holds handlers for `path` until open(); counts who entered.
+class Gate {
+ public:
+  void pass() {
+    std::unique_lock lock(mu_);
+    ++entered_;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return open_; });
+  }
+  void open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  int entered() {
+    std::lock_guard lock(mu_);
+    return entered_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+  int entered_ = 0;
+};
+
+struct OpenOnExit {
+  Gate& gate;
+  ~OpenOnExit() { gate.open(); }
+};
+
+// A filter body of `size` bytes: the demo pod, padded with a long unknown string field.
+std::string body_of(std::size_t size) {
+  std::string body = extender_args(gpu_pod("p", "uid-p", 1), {"h100-nvs-01"});
+  body.pop_back();  // the closing brace
+  body += ",\"Pad\":\"";
+  body += std::string(size - body.size() - 2, 'a');
+  body += "\"}";
+  return body;
+}
+
+}  // namespace
+
+TEST_CASE("large bodies wait for the body budget; small ones and probes do not",
+          "[server][limits][budget]") {
+  Gate gate;
+  server::HttpOptions o;
+  o.workers = 6;
+  o.max_body_bytes = 1024 * 1024;  // budget: 2 MiB, two maximal bodies
+  o.request_timeout = 1s;          // how long a large body waits for the budget
+  o.before_handler = [&gate](const std::string& path) {
+    if (path == "/filter") gate.pass();
+  };
+  LiveServer srv(o);
+  std::string big_answer[2];
+  std::jthread holders[2];
+  {
+    OpenOnExit release{gate};
+    for (int i = 0; i < 2; ++i) {
+      holders[i] = std::jthread([&srv, &big_answer, i] {
+        auto res = srv.client().Post("/filter", body_of(1024 * 1024), "application/json");
+        if (res) big_answer[i] = res->body;
+      });
+    }
+    REQUIRE(eventually([&] { return gate.entered() == 2; }));
+    // The budget is full: a third large body is refused once its wait runs out, unparsed.
+    auto third = srv.client().Post("/filter", body_of(512 * 1024), "application/json");
+    INFO(httplib::to_string(third.error()));
+    REQUIRE(third);
+    CHECK(third->status == 200);
+    CHECK(third->body.find("overloaded: large request bodies") != std::string::npos);
+    // A small body needs no share of it (it reaches the gate like the others: not held here).
+    auto small = srv.client().Post("/debug/explain", body_of(100 * 1024), "application/json");
+    REQUIRE(small);
+    CHECK(small->body.find("overloaded") == std::string::npos);
+    auto health = srv.client().Get("/healthz");
+    REQUIRE(health);
+    CHECK(health->status == 200);
+  }
+  for (std::jthread& t : holders) t.join();
+  for (const std::string& a : big_answer) CHECK(a.find("overloaded") == std::string::npos);
+  // Released: a large body is handled again.
+  gate.open();
+  auto again = srv.client().Post("/filter", body_of(1024 * 1024), "application/json");
+  REQUIRE(again);
+  CHECK(again->body.find("overloaded") == std::string::npos);
+}
+
+}  // namespace gapless::test
