@@ -69,10 +69,6 @@ Scheduler::Scheduler(model::Cluster cluster, Policy policy, SchedulerOptions opt
   fragments_.rebuild(cluster_.nodes());
   summary_.rebuild(cluster_.nodes(), fragments_);
   quota_usage_.rebuild(cluster_);
-  for (const model::Node* n : cluster_.nodes()) {
-    node_gpus_[n] = static_cast<std::int64_t>(n->gpus.size());
-    cluster_gpus_ += static_cast<std::int64_t>(n->gpus.size());
-  }
   policy_ = load(std::move(policy));
 }
 
@@ -438,19 +434,12 @@ void Scheduler::follow_changes() {
   for (const model::Node* gone : changes.removed) {
     fragments_.erase(gone);
     summary_.erase(gone);
-    if (auto it = node_gpus_.find(gone); it != node_gpus_.end()) {
-      cluster_gpus_ -= it->second;
-      node_gpus_.erase(it);
-    }
   }
   for (const std::string& name : changes.touched) {
     const model::Node* n = cluster_.find_node(name);
     if (n == nullptr) continue;
     fragments_.refresh_node(*n);
     summary_.refresh_node(*n, fragments_);
-    std::int64_t& gpus = node_gpus_[n];
-    cluster_gpus_ += static_cast<std::int64_t>(n->gpus.size()) - gpus;
-    gpus = static_cast<std::int64_t>(n->gpus.size());
   }
   for (const std::string& uid : changes.allocations) quota_usage_.refresh(cluster_, uid);
 }
@@ -464,6 +453,28 @@ std::vector<QuotaRow> Scheduler::quota_rows() const {
   const auto loaded = policy();
   std::shared_lock lock(mu_);
   return placement::quota_rows(loaded->policy.quotas, quota_view());
+}
+
+QuotaView Scheduler::quota_view() const {
+  const ClusterSummary& total = summary_.total();
+  // Every GPU, whatever its health: a percentage quota is of the cluster's size.
+  const auto gpus = static_cast<std::int64_t>(total.gpus_healthy + total.gpus_unhealthy);
+  return QuotaView{quota_usage_, gpus, &namespaces_};
+}
+
+void Scheduler::set_namespaces(NamespaceLabels all) {
+  std::unique_lock lock(mu_);
+  namespaces_ = std::move(all);
+}
+
+void Scheduler::set_namespace(const std::string& ns, model::Labels labels) {
+  std::unique_lock lock(mu_);
+  namespaces_[ns] = std::move(labels);
+}
+
+void Scheduler::erase_namespace(const std::string& ns) {
+  std::unique_lock lock(mu_);
+  namespaces_.erase(ns);
 }
 
 ClusterSummary Scheduler::summary() const {
