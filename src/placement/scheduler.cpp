@@ -328,8 +328,8 @@ bool Scheduler::release(const std::string& pod_uid) {
 }
 
 std::vector<std::optional<VictimChoice>> Scheduler::select_victims(
-    const model::PodInfo& pod, const model::GpuRequest& req,
-    const std::vector<VictimQuery>& nodes) const {
+    const model::PodInfo& pod, const model::GpuRequest& req, const std::vector<VictimQuery>& nodes,
+    const std::vector<DisruptionBudget>& budgets) const {
   model::GpuRequest fit = req;
   if (!options_.check_host) fit.host = {};
   std::shared_lock lock(mu_);
@@ -345,7 +345,7 @@ std::vector<std::optional<VictimChoice>> Scheduler::select_victims(
     const model::Node* node = cluster_.find_node(q.node);
     out.push_back(node == nullptr ? std::nullopt
                                   : placement::select_victims(*node, on_node[q.node], fit,
-                                                              pod.priority, q.proposed));
+                                                              pod.priority, q.proposed, budgets));
   }
   return out;
 }

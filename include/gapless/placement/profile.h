@@ -53,10 +53,10 @@ struct Profile {
 };
 
 struct Policy {
-  std::string source;                // file it came from, or "built-in"
-  std::vector<Profile> profiles;     // selection tries them in this order
-  std::string default_profile;       // name of the profile used when no selector matches
-  std::vector<Quota> quotas;         // namespace limits, checked by filter and reserve
+  std::string source;             // file it came from, or "built-in"
+  std::vector<Profile> profiles;  // selection tries them in this order
+  std::string default_profile;    // name of the profile used when no selector matches
+  std::vector<Quota> quotas;      // namespace limits, checked by filter and reserve
 };
 
 // Picks the profile for a pod: the gapless.io/policy annotation names one explicitly; otherwise

@@ -158,9 +158,11 @@ class Scheduler {
     std::string node;
     std::vector<ProposedVictim> proposed;
   };
+  // `budgets`: the PodDisruptionBudgets in force (the driver resolves their selectors).
   std::vector<std::optional<VictimChoice>> select_victims(
       const model::PodInfo& pod, const model::GpuRequest& req,
-      const std::vector<VictimQuery>& nodes) const;
+      const std::vector<VictimQuery>& nodes,
+      const std::vector<DisruptionBudget>& budgets = {}) const;
 
   // Every stage's answer for the pod on each input node (duplicates reported once, input
   // order): filter's verdict and reason, the score's terms, the normalized score, and what
