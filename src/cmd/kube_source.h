@@ -1,7 +1,8 @@
 // Kubernetes mode of gapless-extender: the API client, the binder that writes Bindings, and the
 // node and pod informers feeding the model, the namespace informer feeding quotas' namespace
-// selectors, the claims that keep replicas from binding the same GPUs. Nodes are listed before
-// pods, so every allocation record finds its node when it is restored.
+// selectors, the PodDisruptionBudget informer feeding preemption, the claims that keep replicas
+// from binding the same GPUs. Nodes are listed before pods, so every allocation record finds its
+// node when it is restored.
 #pragma once
 
 #include <atomic>
@@ -11,6 +12,7 @@
 
 #include "gapless/k8s/api_client.h"
 #include "gapless/k8s/cluster_sync.h"
+#include "gapless/k8s/disruption_budgets.h"
 #include "gapless/k8s/informer.h"
 #include "gapless/k8s/kube_binder.h"
 #include "gapless/k8s/node_claims.h"
@@ -28,7 +30,9 @@ class KubeSource {
   // quota selecting namespaces must not be judged before their labels are known), and makes its
   // binds claim their GPUs first.
   void start(gapless::server::Extender& extender, gapless::server::Metrics& metrics);
-  bool synced() const { return sync_ && sync_->synced() && namespaces_ && namespaces_->synced(); }
+  bool synced() const {
+    return sync_ && sync_->synced() && namespaces_ && namespaces_->synced() && budgets_.synced();
+  }
   void stop();
 
  private:
@@ -39,8 +43,11 @@ class KubeSource {
   std::unique_ptr<gapless::k8s::Informer> nodes_;
   std::unique_ptr<gapless::k8s::Informer> pods_;
   std::unique_ptr<gapless::k8s::Informer> namespaces_;
+  gapless::k8s::DisruptionBudgets budgets_;
+  std::unique_ptr<gapless::k8s::Informer> pdbs_;
   std::thread nodes_thread_;
   std::thread pods_thread_;
   std::thread namespaces_thread_;
+  std::thread pdbs_thread_;
   std::atomic<bool> stopping_{false};
 };

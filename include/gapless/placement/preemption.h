@@ -28,11 +28,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "gapless/model/allocation.h"
+#include "gapless/model/disruption_budget.h"
 #include "gapless/model/node.h"
 #include "gapless/model/request.h"
 
@@ -50,14 +50,8 @@ struct ProposedVictim {
   std::optional<std::int32_t> priority;
 };
 
-// A PodDisruptionBudget as plain data (the driver resolves its selector): the pods it covers, by
-// UID, leaving out those it already counts as disrupted (status.disruptedPods), and how many more
-// disruptions it allows now (status.disruptionsAllowed).
-struct DisruptionBudget {
-  std::string name;  // "namespace/name", for logs
-  std::unordered_set<std::string> pods;
-  std::int32_t allowed = 0;
-};
+// PodDisruptionBudgets, resolved by the driver into the pod UIDs each covers.
+using DisruptionBudget = model::DisruptionBudget;
 
 // Victims (UIDs with priorities) that violate a budget, counted as kube-scheduler's
 // filterPodsWithPDBViolation does: most important first (priority, then UID), each decrementing

@@ -75,6 +75,14 @@ class Extender {
   // default): no claims, for a single replica. Set before serving; must outlive the Extender.
   void set_claims(k8s::NodeClaims* claims) { claims_ = claims; }
 
+  // Where preempt reads the PodDisruptionBudgets in force (Kubernetes mode:
+  // k8s::DisruptionBudgets::resolve). With one, victims that would violate a budget are taken
+  // last and NumPDBViolations is Gapless's own count; without (the default), kube-scheduler's
+  // count plus one for each victim it did not propose. Set before serving.
+  void set_disruption_budgets(std::function<std::vector<model::DisruptionBudget>()> budgets) {
+    budgets_ = std::move(budgets);
+  }
+
   // Runs `f` with exclusive access to the model (informers, recovery, tests).
   void mutate(const std::function<void(model::Cluster&)>& f);
   // The scheduling object behind the verbs (informers feed its model and its workload mix).
@@ -101,6 +109,7 @@ class Extender {
 
   placement::Scheduler scheduler_;
   k8s::NodeClaims* claims_ = nullptr;
+  std::function<std::vector<model::DisruptionBudget>()> budgets_;  // read-only while serving
   std::function<bool()> ready_;  // set before serving; read-only afterwards
   Binder& binder_;
   Metrics& metrics_;
