@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "../support/policy_text.h"
 #include "gapless/placement/quota.h"
 #include "gapless/policy/loader.h"
 
@@ -15,14 +16,7 @@ using gapless::policy::load_policy_file;
 using gapless::policy::parse_policy;
 
 // Lines 1-6; `quotas:` is line 7 and its first entry starts on line 8.
-const std::string kHead = R"(version: 1
-default: a
-profiles:
-  - name: a
-    node: {strategies: {bundle: 1}}
-    gpu: {strategies: {bundle: 1}}
-quotas:
-)";
+const std::string kHead = gapless::test::policy_head() + "quotas:\n";
 
 }  // namespace
 
