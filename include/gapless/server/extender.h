@@ -63,9 +63,10 @@ class Extender {
   void set_policy(placement::Policy policy);
   std::string policy_source() const;
 
-  // Until the model is complete (Kubernetes mode: the first full lists of nodes and pods are
-  // applied), every verb answers with an Error instead of deciding on a partial model. `ready`
-  // is polled on each call; null (the default) means always ready.
+  // Until the model is complete (Kubernetes mode: the first full lists of nodes, pods,
+  // namespaces and PodDisruptionBudgets are applied), every verb answers with an Error instead of
+  // deciding on a partial model. `ready` is polled on each call; null (the default) means always
+  // ready.
   void set_readiness(std::function<bool()> ready);
   bool ready() const;
 
@@ -95,7 +96,8 @@ class Extender {
 
  private:
   static constexpr const char* kNotReady =
-      "gapless is still loading the cluster (first full list of nodes and pods); retry shortly";
+      "gapless is still loading the cluster (first full lists of nodes, pods, namespaces and "
+      "PodDisruptionBudgets); retry shortly";
   // Reserve: the pod's GPUs on `node`, claimed (with claims set) against the other replicas';
   // when one of them claimed part of what was chosen, chosen again beside their claims.
   // *conflict: the last claim lost to another replica's.
