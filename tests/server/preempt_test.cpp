@@ -159,7 +159,6 @@ TEST_CASE("preempt: priorities learned at bind; full pods' priorities respected"
         json{{"NodeNameToMetaVictims", {{"h100-nvs-02", victims({"uid-low", "uid-sidecar"}, 1)}}}});
 }
 
-
 TEST_CASE("preempt with PodDisruptionBudgets known: violators last, Gapless's own count",
           "[server][preemption][pdb]") {
   TestServer srv(
