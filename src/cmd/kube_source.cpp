@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "gapless/k8s/namespace_sync.h"
 #include "gapless/server/log.h"
 
 using namespace gapless;
@@ -13,6 +14,19 @@ k8s::BindEvents bind_events() {
   k8s::BindEvents e;
   e.on_success = true;
   return e;
+}
+
+// Namespaces' labels go to the Scheduler as plain data.
+k8s::NamespaceHooks namespace_hooks(placement::Scheduler& s) {
+  k8s::NamespaceHooks h;
+  h.replace = [&s](std::unordered_map<std::string, model::Labels> all) {
+    s.set_namespaces(std::move(all));
+  };
+  h.set = [&s](const std::string& ns, model::Labels labels) {
+    s.set_namespace(ns, std::move(labels));
+  };
+  h.erase = [&s](const std::string& ns) { s.erase_namespace(ns); };
+  return h;
 }
 
 }  // namespace
@@ -48,6 +62,17 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
     server::log_warn("reservation of pod " + pod + " on node " + node + " dropped: " + why);
   };
   hooks.log = [](const std::string& m) { server::log_info(m); };
+  // Pods' labels also feed the PodDisruptionBudgets preemption respects.
+  hooks.observe = [this, learn = hooks.observe](const model::PodInfo& pod,
+                                                const model::GpuRequest& req) {
+    if (learn) learn(pod, req);
+    budgets_.observe_pod(pod);
+  };
+  hooks.forget = [this, drop = hooks.forget](const std::string& uid) {
+    if (drop) drop(uid);
+    budgets_.forget_pod(uid);
+  };
+  extender.set_disruption_budgets([this] { return budgets_.resolve(); });
   sync_ = std::make_unique<k8s::ClusterSync>(std::move(hooks));
   extender.set_readiness([this] { return synced(); });
   extender.set_claims(&claims_);
@@ -64,6 +89,17 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
   pod_opts.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
   nodes_ = std::make_unique<k8s::Informer>(api_, node_opts, node_handlers);
   pods_ = std::make_unique<k8s::Informer>(api_, pod_opts, pod_handlers);
+  k8s::InformerHandlers ns_handlers =
+      k8s::namespace_handlers(namespace_hooks(extender.scheduler()));
+  ns_handlers.on_error = on_error;
+  k8s::InformerOptions ns_opts;
+  ns_opts.path = "/api/v1/namespaces";
+  namespaces_ = std::make_unique<k8s::Informer>(api_, ns_opts, ns_handlers);
+  k8s::InformerHandlers pdb_handlers = budgets_.handlers();
+  pdb_handlers.on_error = on_error;
+  k8s::InformerOptions pdb_opts;
+  pdb_opts.path = "/apis/policy/v1/poddisruptionbudgets";
+  pdbs_ = std::make_unique<k8s::Informer>(api_, pdb_opts, pdb_handlers);
 
   nodes_thread_ = std::thread([this] { nodes_->run(); });
   pods_thread_ = std::thread([this] {
@@ -72,12 +108,18 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (!stopping_) pods_->run();
   });
+  namespaces_thread_ = std::thread([this] { namespaces_->run(); });
+  pdbs_thread_ = std::thread([this] { pdbs_->run(); });
 }
 
 void KubeSource::stop() {
   if (stopping_.exchange(true)) return;
   if (nodes_) nodes_->stop();
   if (pods_) pods_->stop();
+  if (namespaces_) namespaces_->stop();
+  if (pdbs_) pdbs_->stop();
   if (nodes_thread_.joinable()) nodes_thread_.join();
   if (pods_thread_.joinable()) pods_thread_.join();
+  if (namespaces_thread_.joinable()) namespaces_thread_.join();
+  if (pdbs_thread_.joinable()) pdbs_thread_.join();
 }

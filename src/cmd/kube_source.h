@@ -1,7 +1,8 @@
 // Kubernetes mode of gapless-extender: the API client, the binder that writes Bindings, and the
-// node and pod informers feeding the model, the claims that keep replicas from binding the same
-// GPUs. Nodes are listed before pods, so every allocation
-// record finds its node when it is restored.
+// node and pod informers feeding the model, the namespace informer feeding quotas' namespace
+// selectors, the PodDisruptionBudget informer feeding preemption, the claims that keep replicas
+// from binding the same GPUs. Nodes are listed before pods, so every allocation record finds its
+// node when it is restored.
 #pragma once
 
 #include <atomic>
@@ -11,6 +12,7 @@
 
 #include "gapless/k8s/api_client.h"
 #include "gapless/k8s/cluster_sync.h"
+#include "gapless/k8s/disruption_budgets.h"
 #include "gapless/k8s/informer.h"
 #include "gapless/k8s/kube_binder.h"
 #include "gapless/k8s/node_claims.h"
@@ -24,10 +26,13 @@ class KubeSource {
   ~KubeSource();  // stops and joins the informers
 
   gapless::k8s::Binder& binder() { return binder_; }
-  // Starts the informers feeding `extender`, makes it ready once both lists are applied, and
-  // makes its binds claim their GPUs first.
+  // Starts the informers feeding `extender`, makes it ready once every list is applied (a
+  // quota selecting namespaces must not be judged before their labels are known), and makes its
+  // binds claim their GPUs first.
   void start(gapless::server::Extender& extender, gapless::server::Metrics& metrics);
-  bool synced() const { return sync_ && sync_->synced(); }
+  bool synced() const {
+    return sync_ && sync_->synced() && namespaces_ && namespaces_->synced() && budgets_.synced();
+  }
   void stop();
 
  private:
@@ -37,7 +42,12 @@ class KubeSource {
   std::unique_ptr<gapless::k8s::ClusterSync> sync_;
   std::unique_ptr<gapless::k8s::Informer> nodes_;
   std::unique_ptr<gapless::k8s::Informer> pods_;
+  std::unique_ptr<gapless::k8s::Informer> namespaces_;
+  gapless::k8s::DisruptionBudgets budgets_;
+  std::unique_ptr<gapless::k8s::Informer> pdbs_;
   std::thread nodes_thread_;
   std::thread pods_thread_;
+  std::thread namespaces_thread_;
+  std::thread pdbs_thread_;
   std::atomic<bool> stopping_{false};
 };

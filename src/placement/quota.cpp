@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <set>
 
 namespace gapless::placement {
 namespace {
@@ -31,11 +32,18 @@ std::string gpu_model(const model::Node* node, int index) {
   return lower(node->gpus[static_cast<std::size_t>(index)].model);
 }
 
-// Usage of the tenant a quota sees for `ns`: the namespace alone, or all of the quota's.
-NamespaceUsage tenant_usage(const Quota& q, const QuotaLedger& ledger, const std::string& ns) {
-  if (q.each) return ledger.of(ns);
+// Usage of the tenant a quota sees for `ns`: the namespace alone, or all of the quota's. With a
+// selector, the namespaces holding anything are the only ones whose usage can add up.
+NamespaceUsage tenant_usage(const Quota& q, const QuotaView& view, const std::string& ns) {
+  if (q.each) return view.ledger.of(ns);
   NamespaceUsage sum;
-  for (const std::string& n : q.namespaces) sum += ledger.of(n);
+  if (!q.namespace_selector) {
+    for (const std::string& n : q.namespaces) sum += view.ledger.of(n);
+    return sum;
+  }
+  for (const auto& [n, use] : view.ledger.holding()) {
+    if (quota_covers(q, view, n)) sum += use;
+  }
   return sum;
 }
 
@@ -95,32 +103,27 @@ std::string check_model(const Quota& q, const std::string& ns, const NamespaceUs
 
 }  // namespace
 
+namespace {
+
+// Per resource, in enum order: its metric label and the words reasons use.
+struct ResourceNames {
+  std::string_view label, words;
+};
+constexpr std::array<ResourceNames, kQuotaResources> kResourceNames = {{
+    {"whole_gpus", "whole GPUs"},
+    {"vram_mib", "MiB of shared vRAM"},
+    {"compute_milli", "milli-GPU of shared compute"},
+    {"mig_slices", "MIG compute slices"},
+}};
+
+}  // namespace
+
 std::string_view quota_label(QuotaResource r) {
-  switch (r) {
-    case QuotaResource::kWholeGpus:
-      return "whole_gpus";
-    case QuotaResource::kVramMib:
-      return "vram_mib";
-    case QuotaResource::kComputeMilli:
-      return "compute_milli";
-    case QuotaResource::kMigSlices:
-      return "mig_slices";
-  }
-  return "";
+  return kResourceNames[static_cast<std::size_t>(r)].label;
 }
 
 std::string_view quota_words(QuotaResource r) {
-  switch (r) {
-    case QuotaResource::kWholeGpus:
-      return "whole GPUs";
-    case QuotaResource::kVramMib:
-      return "MiB of shared vRAM";
-    case QuotaResource::kComputeMilli:
-      return "milli-GPU of shared compute";
-    case QuotaResource::kMigSlices:
-      return "MIG compute slices";
-  }
-  return "";
+  return kResourceNames[static_cast<std::size_t>(r)].words;
 }
 
 QuotaAmounts& QuotaAmounts::operator+=(const QuotaAmounts& o) {
@@ -141,8 +144,15 @@ bool QuotaLimits::empty() const {
   return std::none_of(max.begin(), max.end(), [](const auto& m) { return m.has_value(); });
 }
 
-bool Quota::covers(const std::string& ns) const {
-  return std::find(namespaces.begin(), namespaces.end(), ns) != namespaces.end();
+bool quota_covers(const Quota& q, const QuotaView& view, const std::string& ns) {
+  if (std::find(q.namespaces.begin(), q.namespaces.end(), ns) != q.namespaces.end()) return true;
+  if (!q.namespace_selector) return false;
+  if (view.namespaces != nullptr) {
+    if (auto it = view.namespaces->find(ns); it != view.namespaces->end()) {
+      return q.namespace_selector->matches(it->second);
+    }
+  }
+  return q.namespace_selector->matches({{model::kNamespaceNameLabel, ns}});
 }
 
 NamespaceUsage& NamespaceUsage::operator+=(const NamespaceUsage& o) {
@@ -239,8 +249,8 @@ std::string over_quota(const std::vector<Quota>& quotas, const QuotaView& view,
                        const std::string& ns, const QuotaAmounts& ask) {
   if (ask.zero()) return "";
   for (const Quota& q : quotas) {
-    if (!q.covers(ns)) continue;
-    if (std::string why = check_all_models(q, view, ns, tenant_usage(q, view.ledger, ns), ask);
+    if (!quota_covers(q, view, ns)) continue;
+    if (std::string why = check_all_models(q, view, ns, tenant_usage(q, view, ns), ask);
         !why.empty()) {
       return why;
     }
@@ -254,9 +264,8 @@ std::string over_model_quota(const std::vector<Quota>& quotas, const QuotaView& 
   if (ask.zero()) return "";
   const std::string m = lower(gpu_model);
   for (const Quota& q : quotas) {
-    if (q.per_model.empty() || !q.covers(ns)) continue;
-    if (std::string why = check_model(q, ns, tenant_usage(q, view.ledger, ns), m, ask);
-        !why.empty()) {
+    if (q.per_model.empty() || !quota_covers(q, view, ns)) continue;
+    if (std::string why = check_model(q, ns, tenant_usage(q, view, ns), m, ask); !why.empty()) {
       return why;
     }
   }
@@ -270,8 +279,8 @@ std::unordered_map<std::string, std::string> models_over_quota(const std::vector
   std::unordered_map<std::string, std::string> out;
   if (ask.zero()) return out;
   for (const Quota& q : quotas) {
-    if (q.per_model.empty() || !q.covers(ns)) continue;
-    const NamespaceUsage used = tenant_usage(q, view.ledger, ns);
+    if (q.per_model.empty() || !quota_covers(q, view, ns)) continue;
+    const NamespaceUsage used = tenant_usage(q, view, ns);
     for (const auto& [name, limits] : q.per_model) {
       const std::string key = lower(name);
       auto it = used.by_model.find(key);
@@ -320,12 +329,28 @@ void add_rows(const Quota& q, const QuotaView& view, const std::string& who,
   }
 }
 
+// The namespaces a quota covers that metrics show: those it lists, and those it selects among
+// the known ones and those holding anything; by name.
+std::set<std::string> covered(const Quota& q, const QuotaView& view) {
+  std::set<std::string> out(q.namespaces.begin(), q.namespaces.end());
+  if (!q.namespace_selector) return out;
+  if (view.namespaces != nullptr) {
+    for (const auto& [ns, labels] : *view.namespaces) {
+      if (q.namespace_selector->matches(labels)) out.insert(ns);
+    }
+  }
+  for (const auto& [ns, use] : view.ledger.holding()) {
+    if (quota_covers(q, view, ns)) out.insert(ns);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<QuotaRow> quota_rows(const std::vector<Quota>& quotas, const QuotaView& view) {
   std::vector<QuotaRow> out;
   for (const Quota& q : quotas) {
-    for (const std::string& ns : q.namespaces) add_rows(q, view, ns, view.ledger.of(ns), &out);
+    for (const std::string& ns : covered(q, view)) add_rows(q, view, ns, view.ledger.of(ns), &out);
   }
   return out;
 }

@@ -78,10 +78,6 @@ Scheduler::Scheduler(model::Cluster cluster, Policy policy, SchedulerOptions opt
   fragments_.rebuild(cluster_.nodes());
   summary_.rebuild(cluster_.nodes(), fragments_);
   quota_usage_.rebuild(cluster_);
-  for (const model::Node* n : cluster_.nodes()) {
-    node_gpus_[n] = static_cast<std::int64_t>(n->gpus.size());
-    cluster_gpus_ += static_cast<std::int64_t>(n->gpus.size());
-  }
   policy_ = load(std::move(policy));
 }
 
@@ -369,8 +365,8 @@ bool Scheduler::release(const std::string& pod_uid) {
 }
 
 std::vector<std::optional<VictimChoice>> Scheduler::select_victims(
-    const model::PodInfo& pod, const model::GpuRequest& req,
-    const std::vector<VictimQuery>& nodes) const {
+    const model::PodInfo& pod, const model::GpuRequest& req, const std::vector<VictimQuery>& nodes,
+    const std::vector<DisruptionBudget>& budgets) const {
   model::GpuRequest fit = req;
   if (!options_.check_host) fit.host = {};
   std::shared_lock lock(mu_);
@@ -386,7 +382,7 @@ std::vector<std::optional<VictimChoice>> Scheduler::select_victims(
     const model::Node* node = cluster_.find_node(q.node);
     out.push_back(node == nullptr ? std::nullopt
                                   : placement::select_victims(*node, on_node[q.node], fit,
-                                                              pod.priority, q.proposed));
+                                                              pod.priority, q.proposed, budgets));
   }
   return out;
 }
@@ -475,19 +471,12 @@ void Scheduler::follow_changes() {
   for (const model::Node* gone : changes.removed) {
     fragments_.erase(gone);
     summary_.erase(gone);
-    if (auto it = node_gpus_.find(gone); it != node_gpus_.end()) {
-      cluster_gpus_ -= it->second;
-      node_gpus_.erase(it);
-    }
   }
   for (const std::string& name : changes.touched) {
     const model::Node* n = cluster_.find_node(name);
     if (n == nullptr) continue;
     fragments_.refresh_node(*n);
     summary_.refresh_node(*n, fragments_);
-    std::int64_t& gpus = node_gpus_[n];
-    cluster_gpus_ += static_cast<std::int64_t>(n->gpus.size()) - gpus;
-    gpus = static_cast<std::int64_t>(n->gpus.size());
   }
   for (const std::string& uid : changes.allocations) quota_usage_.refresh(cluster_, uid);
 }
@@ -501,6 +490,28 @@ std::vector<QuotaRow> Scheduler::quota_rows() const {
   const auto loaded = policy();
   std::shared_lock lock(mu_);
   return placement::quota_rows(loaded->policy.quotas, quota_view());
+}
+
+QuotaView Scheduler::quota_view() const {
+  const ClusterSummary& total = summary_.total();
+  // Every GPU, whatever its health: a percentage quota is of the cluster's size.
+  const auto gpus = static_cast<std::int64_t>(total.gpus_healthy + total.gpus_unhealthy);
+  return QuotaView{quota_usage_, gpus, &namespaces_};
+}
+
+void Scheduler::set_namespaces(NamespaceLabels all) {
+  std::unique_lock lock(mu_);
+  namespaces_ = std::move(all);
+}
+
+void Scheduler::set_namespace(const std::string& ns, model::Labels labels) {
+  std::unique_lock lock(mu_);
+  namespaces_[ns] = std::move(labels);
+}
+
+void Scheduler::erase_namespace(const std::string& ns) {
+  std::unique_lock lock(mu_);
+  namespaces_.erase(ns);
 }
 
 ClusterSummary Scheduler::summary() const {

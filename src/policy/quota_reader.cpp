@@ -1,5 +1,7 @@
 #include "quota_reader.h"
 
+#include "selector_reader.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -13,7 +15,7 @@ using placement::Quota;
 using placement::QuotaLimits;
 using placement::QuotaResource;
 
-const Keys kQuotaKeys = {"name", "namespaces", "scope", "limits", "models"};
+const Keys kQuotaKeys = {"name", "namespaces", "namespaceSelector", "scope", "limits", "models"};
 
 struct LimitKey {
   std::string_view key;
@@ -89,6 +91,24 @@ bool read_models(YamlReader& r, const Field& f, Quota* q) {
   return true;
 }
 
+// Who the quota is for: `namespaces`, `namespaceSelector`, or both (the union).
+bool read_tenant(YamlReader& r, const Fields& fields, const YAML::Node& node,
+                 const std::string& path, Quota* q) {
+  const Field* listed = find_field(fields, "namespaces");
+  const Field* selector = find_field(fields, "namespaceSelector");
+  if (listed == nullptr && selector == nullptr) {
+    return r.fail(node.Mark(), path, "set namespaces, namespaceSelector, or both");
+  }
+  if (listed != nullptr) {
+    if (!r.read_string_list(*listed, &q->namespaces)) return false;
+    if (q->namespaces.empty()) {
+      return r.fail(listed->mark(), listed->path, "name at least one namespace");
+    }
+  }
+  if (selector == nullptr) return true;
+  return read_label_selector(r, *selector, &q->namespace_selector.emplace());
+}
+
 bool read_quota(YamlReader& r, const YAML::Node& node, const std::string& path, Quota* q) {
   Fields fields;
   const Field* f = nullptr;
@@ -101,11 +121,7 @@ bool read_quota(YamlReader& r, const YAML::Node& node, const std::string& path, 
     return r.fail(f->mark(), f->path,
                   "invalid quota name \"" + q->name + "\" (use lowercase letters, digits, -)");
   }
-  if (!r.require(fields, "namespaces", node.Mark(), path, &f) ||
-      !r.read_string_list(*f, &q->namespaces)) {
-    return false;
-  }
-  if (q->namespaces.empty()) return r.fail(f->mark(), f->path, "name at least one namespace");
+  if (!read_tenant(r, fields, node, path, q)) return false;
   if ((f = find_field(fields, "scope"))) {
     std::string scope;
     if (!r.read_string(f->value, f->mark(), f->path, &scope)) return false;

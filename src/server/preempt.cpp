@@ -44,6 +44,8 @@ std::vector<placement::ProposedVictim> proposed_victims(const json& victims) {
   return out;
 }
 
+const std::vector<model::DisruptionBudget> kNoBudgets;
+
 std::int64_t pdb_violations(const json& victims) {
   const json* pdb = wire::field(victims, "NumPDBViolations");
   return pdb != nullptr && pdb->is_number_integer() ? k8s::as_int64(*pdb).value_or(0) : 0;
@@ -56,8 +58,9 @@ json meta_victims(const std::vector<std::string>& uids, std::int64_t pdb) {
 }
 
 // The answer's NodeNameToMetaVictims for kube-scheduler's candidates (an object by node name).
+// `budgets`: the PodDisruptionBudgets in force; null when unknown.
 json choose(const placement::Scheduler& scheduler, const k8s::ParsedPod& pod,
-            const json& candidates) {
+            const json& candidates, const std::vector<model::DisruptionBudget>* budgets) {
   json kept = json::object();
   std::vector<placement::Scheduler::VictimQuery> queries;
   std::vector<std::int64_t> pdbs;
@@ -74,14 +77,18 @@ json choose(const placement::Scheduler& scheduler, const k8s::ParsedPod& pod,
     }
     return kept;
   }
-  const auto chosen = scheduler.select_victims(pod.info, pod.request, queries);
+  const auto chosen = scheduler.select_victims(pod.info, pod.request, queries,
+                                               budgets != nullptr ? *budgets : kNoBudgets);
   for (std::size_t i = 0; i < queries.size(); ++i) {
     // kube-scheduler refuses a node without victims; one where the pod fits as it is needs no
     // preemption.
     if (!chosen[i] || chosen[i]->victims.empty()) continue;
-    // Its PDB count holds for its own victims; a pod it did not propose may be protected (it
-    // spares those first), so each counts as a violation: such nodes are picked last.
-    kept[queries[i].node] = meta_victims(chosen[i]->victims, pdbs[i] + chosen[i]->unproposed);
+    // Knowing the budgets, the count is exact. Without, kube-scheduler's holds for its own
+    // victims; a pod it did not propose may be protected (it spares those first), so each
+    // counts as a violation: such nodes are picked last.
+    const std::int64_t violations =
+        budgets != nullptr ? chosen[i]->pdb_violations : pdbs[i] + chosen[i]->unproposed;
+    kept[queries[i].node] = meta_victims(chosen[i]->victims, violations);
   }
   return kept;
 }
@@ -115,7 +122,11 @@ std::string Extender::preempt(std::string_view body) {
     return finish(false,
                   json{{"Error", "NodeNameToMetaVictims must be an object keyed by node name"}});
   }
-  json kept = candidates != nullptr ? choose(scheduler_, *parsed, *candidates) : json::object();
+  std::optional<std::vector<model::DisruptionBudget>> budgets;
+  if (budgets_) budgets = budgets_();
+  json kept = candidates != nullptr
+                  ? choose(scheduler_, *parsed, *candidates, budgets ? &*budgets : nullptr)
+                  : json::object();
   return finish(true, json{{"NodeNameToMetaVictims", std::move(kept)}});
 }
 

@@ -158,7 +158,10 @@ rules = one("ClusterRole", "gapless-extender").get("rules", [])
 def allowed(group, res, verb):
     return any(group in r.get("apiGroups", []) and res in r["resources"] and verb in r["verbs"] for r in rules)
 for group, res, verb in [("", "nodes", "watch"), ("", "pods", "watch"), ("", "nodes", "list"),
-                         ("", "pods", "list"), ("", "pods/binding", "create"), ("", "events", "create"),
+                         ("", "pods", "list"), ("", "namespaces", "list"), ("", "namespaces", "watch"),
+                         ("policy", "poddisruptionbudgets", "list"),
+                         ("policy", "poddisruptionbudgets", "watch"),
+                         ("", "pods/binding", "create"), ("", "events", "create"),
                          ("events.k8s.io", "events", "create")]:
     check(allowed(group, res, verb), f"gapless-extender may {verb} {group or 'core'}/{res}")
 check(not any("*" in r["verbs"] or "*" in r["resources"] or "secrets" in r["resources"] for r in rules),

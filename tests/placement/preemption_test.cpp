@@ -329,3 +329,89 @@ TEST_CASE("GPU work lost, in GPU-milli", "[placement][preemption]") {
   const Node a100 = a100_80_mig("a100", 1);
   CHECK(victim_gpu_milli(a100, allocation_of(M("m", 0, 0, "3g.40gb", 0), "a100")) == 428);
 }
+
+namespace {
+
+using gapless::placement::DisruptionBudget;
+using gapless::placement::pdb_violations;
+
+// Victims, and how many of them violate a budget, for a pod of priority 100.
+std::pair<Victims, int> with_budgets(const Node& node, const std::vector<Holder>& holders,
+                                     const GpuRequest& req,
+                                     const std::vector<DisruptionBudget>& budgets) {
+  const Cluster c = cluster_with(node, holders);
+  auto r = select_victims(*c.find_node(node.name), c.allocations(), req, 100, {}, budgets);
+  if (!r) return {kNone, -1};
+  return {r->victims, r->pdb_violations};
+}
+
+}  // namespace
+
+TEST_CASE("PodDisruptionBudgets: victims that violate one are taken last",
+          "[placement][preemption][pdb]") {
+  const Node n = h100_nvswitch("hgx");
+  // Four pods of 2 GPUs fill the node.
+  const std::vector<Holder> pairs = {W("a", 1, {0, 1}), W("b", 1, {2, 3}), W("c", 2, {4, 5}),
+                                     W("d", 3, {6, 7})};
+  struct PdbCase {
+    const char* name;
+    std::vector<Holder> holders;
+    GpuRequest req;
+    std::vector<DisruptionBudget> budgets;
+    Victims expected;
+    int violations;
+  };
+  const std::vector<Holder> spread = {W("a", 1, {0, 1}), W("b", 1, {2}), W("c", 1, {3}),
+                                      W("d", 1, {4, 5}), W("e", 1, {6, 7})};
+  const PdbCase cases[] = {
+      {"no budgets: lowest priority", pairs, gpus(2), {}, {"a"}, 0},
+      {"a and b protected: a higher-priority pod goes instead",
+       pairs,
+       gpus(2),
+       {{"ml/ab", {"a", "b"}, 0}},
+       {"c"},
+       0},
+      {"one disruption allowed: a may go", pairs, gpus(2), {{"ml/ab", {"a", "b"}, 1}}, {"a"}, 0},
+      {"everyone protected: the smallest set, its violation counted",
+       pairs,
+       gpus(2),
+       {{"ml/all", {"a", "b", "c", "d"}, 0}},
+       {"a"},
+       1},
+      {"two pods, one allowed: the pair that violates nothing",
+       pairs,
+       gpus(4),
+       {{"ml/ab", {"a", "b"}, 1}},
+       {"c", "a"},
+       0},
+      {"fewer violations beat fewer pods",
+       spread,
+       gpus(2),
+       {{"ml/big", {"a", "d", "e"}, 0}},
+       {"b", "c"},
+       0},
+      // a stays within ml/a but not ml/ab: every pair violates twice, so priority decides.
+      {"a pod in two budgets violates if either runs out",
+       pairs,
+       gpus(4),
+       {{"ml/a", {"a"}, 1}, {"ml/ab", {"a", "b"}, 0}, {"ml/cd", {"c", "d"}, 0}},
+       {"a", "b"},
+       2},
+  };
+  for (const PdbCase& t : cases) {
+    INFO(t.name);
+    const auto [victims, violations] = with_budgets(n, t.holders, t.req, t.budgets);
+    CHECK(victims == t.expected);
+    CHECK(violations == t.violations);
+  }
+}
+
+TEST_CASE("PDB violations are counted most important victim first, as kube-scheduler does",
+          "[placement][preemption][pdb]") {
+  const std::vector<DisruptionBudget> one_allowed = {{"ns/web", {"x", "y", "z"}, 1}};
+  // x (priority 5) takes the one disruption; y and z violate.
+  CHECK(pdb_violations({{1, "y"}, {5, "x"}, {1, "z"}}, one_allowed) == 2);
+  CHECK(pdb_violations({{1, "y"}}, one_allowed) == 0);
+  CHECK(pdb_violations({{1, "other"}}, {{"ns/none", {}, 0}}) == 0);
+  CHECK(pdb_violations({{1, "y"}, {1, "x"}}, {{"ns/neg", {"x"}, -1}}) == 1);  // already short
+}

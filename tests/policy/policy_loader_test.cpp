@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "../support/policy_text.h"
 #include "gapless/placement/profile.h"
 #include "gapless/policy/loader.h"
 
@@ -389,13 +390,7 @@ TEST_CASE("unreadable policy files are errors naming the path", "[policy]") {
 }
 
 TEST_CASE("filter.keepBest is a whole number of nodes and 0 or absent keeps all", "[policy]") {
-  const std::string head = R"(version: 1
-default: p
-profiles:
-  - name: p
-    node: {strategies: {gapless: 1}}
-    gpu: {strategies: {gapless: 1}}
-)";
+  const std::string head = gapless::test::policy_head("p", "gapless");
   const auto none = parse_policy(head, "<inline>");
   REQUIRE(none.ok());
   CHECK(none->profiles[0].keep_best == 0);

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "../support/policy_text.h"
 #include "gapless/placement/quota.h"
 #include "gapless/policy/loader.h"
 
@@ -15,14 +16,7 @@ using gapless::policy::load_policy_file;
 using gapless::policy::parse_policy;
 
 // Lines 1-6; `quotas:` is line 7 and its first entry starts on line 8.
-const std::string kHead = R"(version: 1
-default: a
-profiles:
-  - name: a
-    node: {strategies: {bundle: 1}}
-    gpu: {strategies: {bundle: 1}}
-quotas:
-)";
+const std::string kHead = gapless::test::policy_head() + "quotas:\n";
 
 }  // namespace
 
@@ -81,6 +75,84 @@ TEST_CASE("policies/quotas.yaml loads with its documented quotas", "[policy][quo
   CHECK(r->quotas[1].each);
 }
 
+TEST_CASE("a quota selects namespaces by label, as Kubernetes selectors do", "[policy][quota]") {
+  using Op = gapless::model::LabelRequirement::Op;
+  const auto r = parse_policy(kHead + R"(  - name: teams
+    namespaceSelector:
+      matchLabels: {gapless.io/tenant: research, tier: "1"}
+      matchExpressions:
+        - {key: env, operator: In, values: [prod, staging]}
+        - {key: example.com/frozen, operator: DoesNotExist}
+    scope: each
+    limits: {wholeGpus: 4}
+  - name: everyone
+    namespaces: [kube-system]
+    namespaceSelector: {}
+    limits: {wholeGpusPercent: 90}
+)",
+                              "q.yaml");
+  INFO((r ? "" : r.error()));
+  REQUIRE(r);
+  REQUIRE(r->quotas.size() == 2);
+  const auto& teams = r->quotas[0];
+  CHECK(teams.namespaces.empty());
+  REQUIRE(teams.namespace_selector);
+  CHECK(teams.namespace_selector->match_labels ==
+        gapless::model::Labels{{"gapless.io/tenant", "research"}, {"tier", "1"}});
+  REQUIRE(teams.namespace_selector->match_expressions.size() == 2);
+  CHECK(teams.namespace_selector->match_expressions[0] ==
+        gapless::model::LabelRequirement{"env", Op::kIn, {"prod", "staging"}});
+  CHECK(teams.namespace_selector->match_expressions[1] ==
+        gapless::model::LabelRequirement{"example.com/frozen", Op::kDoesNotExist, {}});
+  CHECK(teams.each);
+  // Both forms: the union. `{}` selects every namespace, as in Kubernetes.
+  const auto& everyone = r->quotas[1];
+  CHECK(everyone.namespaces == std::vector<std::string>{"kube-system"});
+  REQUIRE(everyone.namespace_selector);
+  CHECK(everyone.namespace_selector->matches({{"anything", "at-all"}}));
+}
+
+TEST_CASE("invalid namespace selectors are refused with file, line and key", "[policy][quota]") {
+  struct Case {
+    std::string quotas;
+    std::string error;
+  };
+  const std::string q = "  - name: a\n    limits: {wholeGpus: 1}\n    namespaceSelector:\n";
+  const Case cases[] = {
+      {q + "      matchLabel: {team: a}\n",
+       "q.yaml:11: quotas[0].namespaceSelector.matchLabel: unknown key \"matchLabel\""},
+      {q + "      matchLabels: {team: \"-a\"}\n",
+       "q.yaml:11: quotas[0].namespaceSelector.matchLabels.team: invalid label value \"-a\""},
+      {q + "      matchLabels: {\"Bad_Prefix/team\": a}\n",
+       "q.yaml:11: quotas[0].namespaceSelector.matchLabels.Bad_Prefix/team: invalid label key"},
+      {q + "      matchLabels: {team: [a]}\n",
+       "q.yaml:11: quotas[0].namespaceSelector.matchLabels.team: expected a string, got a list"},
+      {q + "      matchExpressions:\n        - {key: team, operator: Equals, values: [a]}\n",
+       "q.yaml:12: quotas[0].namespaceSelector.matchExpressions[0].operator: unknown operator "
+       "\"Equals\" (In, NotIn, Exists, DoesNotExist)"},
+      {q + "      matchExpressions:\n        - {key: team, operator: In}\n",
+       "q.yaml:12: quotas[0].namespaceSelector.matchExpressions[0].operator: values must name at "
+       "least one value when operator is In or NotIn"},
+      {q + "      matchExpressions:\n        - {key: team, operator: Exists, values: [a]}\n",
+       "q.yaml:12: quotas[0].namespaceSelector.matchExpressions[0].values: values must be empty "
+       "when operator is Exists or DoesNotExist"},
+      {q + "      matchExpressions:\n        - {operator: Exists}\n",
+       "q.yaml:12: quotas[0].namespaceSelector.matchExpressions[0].key: required key is missing"},
+      {q + "      matchExpressions: {key: team}\n",
+       "q.yaml:11: quotas[0].namespaceSelector.matchExpressions: expected a list of expressions, "
+       "got a map"},
+      {"  - {name: a, namespaceSelector: [team], limits: {wholeGpus: 1}}\n",
+       "q.yaml:8: quotas[0].namespaceSelector: expected a map, got a list"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.quotas);
+    gapless::Result<Policy> r = gapless::Error{""};
+    REQUIRE_NOTHROW(r = parse_policy(kHead + c.quotas, "q.yaml"));
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error(), Catch::StartsWith(c.error));
+  }
+}
+
 TEST_CASE("invalid quotas are refused with file, line and key", "[policy][quota]") {
   struct Case {
     std::string quotas;
@@ -103,7 +175,7 @@ TEST_CASE("invalid quotas are refused with file, line and key", "[policy][quota]
       {"  - {name: a, namespaces: [], limits: {wholeGpus: 1}}\n",
        "q.yaml:8: quotas[0].namespaces: name at least one namespace"},
       {"  - {name: a, limits: {wholeGpus: 1}}\n",
-       "q.yaml:8: quotas[0].namespaces: required key is missing"},
+       "q.yaml:8: quotas[0]: set namespaces, namespaceSelector, or both"},
       {"  - {name: Team_A, namespaces: [ml], limits: {wholeGpus: 1}}\n",
        "q.yaml:8: quotas[0].name: invalid quota name \"Team_A\""},
       {"  - {name: a, namespaces: [ml], scope: team, limits: {wholeGpus: 1}}\n",

@@ -159,4 +159,29 @@ TEST_CASE("preempt: priorities learned at bind; full pods' priorities respected"
         json{{"NodeNameToMetaVictims", {{"h100-nvs-02", victims({"uid-low", "uid-sidecar"}, 1)}}}});
 }
 
+TEST_CASE("preempt with PodDisruptionBudgets known: violators last, Gapless's own count",
+          "[server][preemption][pdb]") {
+  TestServer srv(
+      demo_with(demo_cluster(), "h100-nvs-01",
+                {{"ha", 1, {0, 1, 2, 3}}, {"hb", 2, {4, 5}}, {"hc", 3, {6}}, {"hd", 3, {7}}}));
+  std::vector<model::DisruptionBudget> budgets;
+  // Called on this thread (not over HTTP): the budgets source is set before serving.
+  srv.extender().set_disruption_budgets([&budgets] { return budgets; });
+  const std::string args = fixture_request({{"h100-nvs-01", victims({"hd", "hc"}, 1)}}).dump();
+  auto preempt = [&] { return json::parse(srv.extender().preempt(args)); };
+
+  // No budget covers them: the lowest priority goes, and nothing is violated (kube-scheduler's
+  // count and the unproposed guess no longer apply).
+  CHECK(preempt() == json{{"NodeNameToMetaVictims", {{"h100-nvs-01", victims({"ha"}, 0)}}}});
+  // ha protected (no disruption allowed): one pod of higher priority, still no violation.
+  budgets = {{"batch/ha", {"ha"}, 0}};
+  CHECK(preempt() == json{{"NodeNameToMetaVictims", {{"h100-nvs-01", victims({"hb"}, 0)}}}});
+  // Everyone protected: the smallest set, its violation counted for kube-scheduler's ranking.
+  budgets = {{"batch/all", {"ha", "hb", "hc", "hd"}, 0}};
+  CHECK(preempt() == json{{"NodeNameToMetaVictims", {{"h100-nvs-01", victims({"ha"}, 1)}}}});
+  // Two disruptions allowed: kube-scheduler's own pair would not have violated either.
+  budgets = {{"batch/all", {"ha", "hb", "hc", "hd"}, 2}};
+  CHECK(preempt() == json{{"NodeNameToMetaVictims", {{"h100-nvs-01", victims({"ha"}, 0)}}}});
+}
+
 }  // namespace gapless::test

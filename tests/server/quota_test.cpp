@@ -10,6 +10,7 @@
 #include "gapless/server/extender.h"
 #include "gapless/server/metrics.h"
 #include "gapless/server/policy_watch.h"
+#include "policy_text.h"
 #include "temp_dir.h"
 #include "test_server.h"
 
@@ -17,13 +18,7 @@ namespace gapless::test {
 namespace {
 
 std::string quota_policy(int whole_gpus) {
-  return R"(version: 1
-default: a
-profiles:
-  - name: a
-    node: {strategies: {bundle: 1}}
-    gpu: {strategies: {bundle: 1}}
-quotas:
+  return policy_head() + R"(quotas:
   - name: team-a
     namespaces: [ml]
     limits: {wholeGpus: )" +

@@ -20,8 +20,9 @@ struct FieldRequirement {
 };
 using FieldSelector = std::vector<FieldRequirement>;
 
-// Parses "a=b,c!=d"; unknown fields (for pods or nodes) are errors, as on the real server.
-Result<FieldSelector> parse_field_selector(bool pods, const std::string& text);
+// Parses "a=b,c!=d"; fields not in `allowed` are errors, as on the real server.
+Result<FieldSelector> parse_field_selector(const std::vector<std::string>& allowed,
+                                           const std::string& text);
 bool selector_matches(const FieldSelector& selector, const nlohmann::json& obj);
 
 // A v1 Status: {"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",...}.
@@ -36,9 +37,17 @@ void send_json(httplib::Response& res, int code, const nlohmann::json& body);
 // obj[a][b] when it is a string; "" otherwise.
 std::string string_at(const nlohmann::json& obj, const char* a, const char* b);
 
+struct FakeApiServer::KindInfo {
+  const char* kind;         // "Pod"
+  const char* list_kind;    // "PodList"
+  const char* api_version;  // "v1", "policy/v1"
+  bool namespaced;
+  std::vector<std::string> fields;  // what field selectors may name
+};
+
 struct FakeApiServer::Entry {
   Kind kind;
-  std::string key;        // "name" (nodes) or "namespace/name" (pods)
+  std::string key;        // "name" (cluster-scoped) or "namespace/name" (namespaced)
   nlohmann::json obj;     // with kind and apiVersion
   std::string item_text;  // JSON without kind and apiVersion, as list items are sent
   // JSON with kind and apiVersion, as watch events carry objects.

@@ -17,16 +17,6 @@ namespace {
 
 constexpr std::size_t kMaxSnapshots = 64;
 
-const std::vector<std::string>& selectable_fields(bool pods) {
-  // pkg/registry/core/pod/strategy.go ToSelectableFields; node: metadata.name, spec.unschedulable.
-  static const std::vector<std::string> kPods = {
-      "metadata.name",      "metadata.namespace",      "spec.nodeName",    "spec.restartPolicy",
-      "spec.schedulerName", "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
-      "status.podIP",       "status.nominatedNodeName"};
-  static const std::vector<std::string> kNodes = {"metadata.name", "spec.unschedulable"};
-  return pods ? kPods : kNodes;
-}
-
 // The field as a selector compares it: a string as is, a bool as "true"/"false", missing as "".
 std::string field_value(const json& obj, const std::string& field) {
   const json* at = &obj;
@@ -67,7 +57,8 @@ std::string error_event(const std::string& message) {
 
 }  // namespace
 
-Result<FieldSelector> parse_field_selector(bool pods, const std::string& text) {
+Result<FieldSelector> parse_field_selector(const std::vector<std::string>& allowed,
+                                           const std::string& text) {
   FieldSelector out;
   std::size_t start = 0;
   while (start < text.size()) {
@@ -90,7 +81,6 @@ Result<FieldSelector> parse_field_selector(bool pods, const std::string& text) {
     if (op == std::string::npos) return Error{"invalid selector: '" + term + "'"};
     r.field = term.substr(0, op);
     r.value = term.substr(value_at);
-    const auto& allowed = selectable_fields(pods);
     if (std::find(allowed.begin(), allowed.end(), r.field) == allowed.end()) {
       return Error{"field label not supported: " + r.field};
     }
@@ -128,7 +118,7 @@ void FakeApiServer::handle_list(Kind kind, const std::string& ns, const httplib:
     if (!v) return send_status(res, 400, "invalid limit");
     limit = *v;
   }
-  auto selector = parse_field_selector(kind == Kind::kPod, req.get_param_value("fieldSelector"));
+  auto selector = parse_field_selector(info(kind).fields, req.get_param_value("fieldSelector"));
   if (!selector.ok()) return send_status(res, 400, selector.error());
 
   std::shared_ptr<const Snapshot> snap;
@@ -182,8 +172,10 @@ void FakeApiServer::handle_list(Kind kind, const std::string& ns, const httplib:
     if (!snap->selected) meta["remainingItemCount"] = snap->items.size() - end;
   }
   std::string body = R"({"kind":")";
-  body += kind == Kind::kNode ? "NodeList" : "PodList";
-  body += R"(","apiVersion":"v1","metadata":)" + meta.dump() + R"(,"items":[)";
+  body += info(kind).list_kind;
+  body += R"(","apiVersion":")";
+  body += info(kind).api_version;
+  body += R"(","metadata":)" + meta.dump() + R"(,"items":[)";
   for (std::size_t i = offset; i < end; ++i) {
     if (i > offset) body += ',';
     body += snap->items[i]->item_text;
@@ -195,7 +187,7 @@ void FakeApiServer::handle_list(Kind kind, const std::string& ns, const httplib:
 
 void FakeApiServer::handle_watch(Kind kind, const std::string& ns, const httplib::Request& req,
                                  httplib::Response& res) {
-  auto selector = parse_field_selector(kind == Kind::kPod, req.get_param_value("fieldSelector"));
+  auto selector = parse_field_selector(info(kind).fields, req.get_param_value("fieldSelector"));
   if (!selector.ok()) return send_status(res, 400, selector.error());
   auto w = std::make_shared<Watch>();
   w->kind = kind;
@@ -292,9 +284,10 @@ bool FakeApiServer::next_chunk_locked(Watch& w, std::string& out) {
   if (w.bookmarks && w.bookmark_generation < bookmark_generation_) {
     w.bookmark_generation = bookmark_generation_;
     out += R"({"type":"BOOKMARK","object":{"kind":")";
-    out += w.kind == Kind::kNode ? "Node" : "Pod";
-    out += R"(","apiVersion":"v1","metadata":{"resourceVersion":")" + std::to_string(w.cursor) +
-           "\"}}}\n";
+    out += info(w.kind).kind;
+    out += R"(","apiVersion":")";
+    out += info(w.kind).api_version;
+    out += R"(","metadata":{"resourceVersion":")" + std::to_string(w.cursor) + "\"}}}\n";
   }
   return w.closed;
 }

@@ -22,11 +22,32 @@ std::string pod_key(const std::string& ns, const std::string& name) {
 
 }  // namespace
 
+const FakeApiServer::KindInfo& FakeApiServer::info(Kind kind) {
+  // pkg/registry/*/strategy.go ToSelectableFields (and the generic metadata.name/namespace).
+  static const KindInfo kInfo[] = {
+      {"Node", "NodeList", "v1", false, {"metadata.name", "spec.unschedulable"}},
+      {"Pod",
+       "PodList",
+       "v1",
+       true,
+       {"metadata.name", "metadata.namespace", "spec.nodeName", "spec.restartPolicy",
+        "spec.schedulerName", "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
+        "status.podIP", "status.nominatedNodeName"}},
+      {"Namespace", "NamespaceList", "v1", false, {"metadata.name", "status.phase"}},
+      {"PodDisruptionBudget",
+       "PodDisruptionBudgetList",
+       "policy/v1",
+       true,
+       {"metadata.name", "metadata.namespace"}},
+  };
+  return kInfo[static_cast<std::size_t>(kind)];
+}
+
 std::string FakeApiServer::Entry::full_text() const {
-  const char* head = kind == Kind::kNode ? R"({"apiVersion":"v1","kind":"Node")"
-                                         : R"({"apiVersion":"v1","kind":"Pod")";
-  if (item_text.size() <= 2) return std::string(head) + "}";
-  return std::string(head) + "," + item_text.substr(1);
+  const std::string head = std::string(R"({"apiVersion":")") + info(kind).api_version +
+                           R"(","kind":")" + info(kind).kind + "\"";
+  if (item_text.size() <= 2) return head + "}";
+  return head + "," + item_text.substr(1);
 }
 
 // ---- Lifecycle ---------------------------------------------------------------------------
@@ -54,6 +75,16 @@ FakeApiServer::FakeApiServer(std::string token)
         }));
   s.Get(R"(/api/v1/namespaces/([^/]+)/pods)", guarded([this](const auto& req, auto& res) {
           handle_list_or_watch(Kind::kPod, req.matches[1], req, res);
+        }));
+  s.Get("/api/v1/namespaces", guarded([this](const auto& req, auto& res) {
+          handle_list_or_watch(Kind::kNamespace, "", req, res);
+        }));
+  s.Get("/apis/policy/v1/poddisruptionbudgets", guarded([this](const auto& req, auto& res) {
+          handle_list_or_watch(Kind::kPdb, "", req, res);
+        }));
+  s.Get(R"(/apis/policy/v1/namespaces/([^/]+)/poddisruptionbudgets)",
+        guarded([this](const auto& req, auto& res) {
+          handle_list_or_watch(Kind::kPdb, req.matches[1], req, res);
         }));
   s.Get(R"(/api/v1/nodes/([^/]+))", guarded([this](const auto& req, auto& res) {
           auto n = node(req.matches[1]);
@@ -241,7 +272,7 @@ FakeApiServer::EntryPtr FakeApiServer::make_entry(Kind kind, json obj) {
   if (!meta.is_object() || !meta.contains("name") || !meta["name"].is_string()) {
     throw std::logic_error("fake API server: object without metadata.name");
   }
-  if (kind == Kind::kPod && string_at(obj, "metadata", "namespace").empty()) {
+  if (info(kind).namespaced && string_at(obj, "metadata", "namespace").empty()) {
     meta["namespace"] = "default";
   }
   if (string_at(obj, "metadata", "uid").empty()) {
@@ -251,12 +282,12 @@ FakeApiServer::EntryPtr FakeApiServer::make_entry(Kind kind, json obj) {
   auto e = std::make_shared<Entry>();
   e->kind = kind;
   const std::string name = meta["name"];
-  e->key = kind == Kind::kNode ? name : pod_key(meta["namespace"], name);
+  e->key = info(kind).namespaced ? pod_key(meta["namespace"], name) : name;
   obj.erase("kind");
   obj.erase("apiVersion");
   e->item_text = obj.dump();
-  obj["kind"] = kind == Kind::kNode ? "Node" : "Pod";
-  obj["apiVersion"] = "v1";
+  obj["kind"] = info(kind).kind;
+  obj["apiVersion"] = info(kind).api_version;
   e->obj = std::move(obj);
   return e;
 }
@@ -296,8 +327,7 @@ std::string FakeApiServer::remove_locked(Kind kind, const std::string& key) {
 std::string FakeApiServer::load(const std::vector<json>& nodes, const std::vector<json>& pods) {
   std::lock_guard lock(mu_);
   ++rv_;
-  nodes_.clear();
-  pods_.clear();
+  for (Store& objects : stores_) objects.clear();
   for (Kind kind : {Kind::kNode, Kind::kPod}) {
     for (json obj : kind == Kind::kNode ? nodes : pods) {
       obj["metadata"]["resourceVersion"] = std::to_string(rv_);

@@ -3,6 +3,8 @@
 // for everything Gapless uses (extender-protocol.md §4):
 //
 //   GET  /api/v1/nodes, /api/v1/pods, /api/v1/namespaces/{ns}/pods       list or watch
+//   GET  /api/v1/namespaces, /apis/policy/v1/poddisruptionbudgets,
+//        /apis/policy/v1/namespaces/{ns}/poddisruptionbudgets            list or watch
 //   GET  /api/v1/nodes/{name}, /api/v1/namespaces/{ns}/pods/{name}       one object (404 Status)
 //   POST /api/v1/namespaces/{ns}/pods/{name}/binding                     bind (201 Status)
 //   PATCH /api/v1/nodes/{name}       JSON merge patch (application/merge-patch+json; 415
@@ -23,7 +25,8 @@
 // was given). An unknown or expired continue token answers 410 Expired.
 // `fieldSelector`: `f=v`, `f==v`, `f!=v`, comma-separated (AND), on the fields Kubernetes allows
 // (pods: metadata.name/namespace, spec.nodeName/schedulerName/restartPolicy/serviceAccountName/
-// hostNetwork, status.phase/podIP/nominatedNodeName; nodes: metadata.name, spec.unschedulable);
+// hostNetwork, status.phase/podIP/nominatedNodeName; nodes: metadata.name, spec.unschedulable;
+// namespaces: metadata.name, status.phase; PDBs: metadata.name/namespace);
 // a missing field reads as "", so `spec.nodeName!=` means "bound". Other fields answer 400.
 // `labelSelector` is not supported (ignored).
 //
@@ -37,7 +40,7 @@
 // open watch whose next event was dropped from the history gets the ERROR event and ends.
 // A watch whose client went away is only noticed at its next write (event or bookmark).
 //
-// resourceVersions are decimal strings of one global counter; every change of a Node or Pod
+// resourceVersions are decimal strings of one global counter; every change of a stored object
 // (test hooks or binding) takes the next one and is recorded as a watch event.
 //
 // Every request to a route above is logged, checked against the bearer token when one is set
@@ -51,6 +54,7 @@
 // std::logic_error.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -123,6 +127,17 @@ class FakeApiServer {
   std::string update_pod(const std::string& ns, const std::string& name,
                          const std::function<void(nlohmann::json&)>& change);
   std::string delete_pod(const std::string& ns, const std::string& name);
+
+  // Namespaces (v1, cluster-scoped) and PodDisruptionBudgets (policy/v1): listed and watched
+  // like nodes and pods; only these hooks change them (the fake serves no writes for them).
+  std::string add_namespace(nlohmann::json ns);
+  std::string update_namespace(const std::string& name,
+                               const std::function<void(nlohmann::json&)>& change);
+  std::string delete_namespace(const std::string& name);
+  std::string add_pdb(nlohmann::json pdb);
+  std::string update_pdb(const std::string& ns, const std::string& name,
+                         const std::function<void(nlohmann::json&)>& change);
+  std::string delete_pdb(const std::string& ns, const std::string& name);
 
   // Binds as POST .../binding does (same checks, MODIFIED event); returns the HTTP status the
   // endpoint would answer (201, 404, 409, ...).
@@ -201,7 +216,10 @@ class FakeApiServer {
   struct Watch;
   struct Snapshot;
   struct Fault;
-  enum class Kind { kNode, kPod };
+  struct KindInfo;
+  enum class Kind { kNode, kPod, kNamespace, kPdb };
+  // Kind, list kind, apiVersion, scope and selectable fields of each kind.
+  static const KindInfo& info(Kind kind);
   using EntryPtr = std::shared_ptr<const Entry>;
   using Store = std::map<std::string, EntryPtr>;
 
@@ -224,11 +242,14 @@ class FakeApiServer {
   // Store changes; REQUIRES: mu_ held.
   std::string put_locked(Kind kind, nlohmann::json obj, const std::string& type);
   std::string remove_locked(Kind kind, const std::string& key);
+  // MODIFIED with `change` applied to the stored object, which must keep its name.
+  std::string change_locked(Kind kind, const std::string& key,
+                            const std::function<void(nlohmann::json&)>& change);
   int bind_locked(const std::string& ns, const std::string& name, const nlohmann::json& binding,
                   nlohmann::json* status);
   EntryPtr make_entry(Kind kind, nlohmann::json obj);
-  Store& store(Kind kind) { return kind == Kind::kNode ? nodes_ : pods_; }
-  const Store& store(Kind kind) const { return kind == Kind::kNode ? nodes_ : pods_; }
+  Store& store(Kind kind) { return stores_[static_cast<std::size_t>(kind)]; }
+  const Store& store(Kind kind) const { return stores_[static_cast<std::size_t>(kind)]; }
   // Next chunk of a watch, or where it ends. REQUIRES: mu_ held.
   bool next_chunk_locked(Watch& w, std::string& out);
   std::size_t open_watches_locked() const;
@@ -240,8 +261,9 @@ class FakeApiServer {
   mutable std::mutex mu_;
   mutable std::condition_variable changed_;  // store, watches, bookmarks, stop
   std::string token_;
-  Store nodes_;
-  Store pods_;
+  std::array<Store, 4> stores_;  // by Kind
+  Store& nodes_ = store(Kind::kNode);
+  Store& pods_ = store(Kind::kPod);
   std::uint64_t rv_ = 100;
   std::uint64_t oldest_rv_ = 100;  // watches from below this RV are expired
   std::uint64_t uid_counter_ = 0;

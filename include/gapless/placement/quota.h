@@ -22,6 +22,7 @@
 
 #include "gapless/model/allocation.h"
 #include "gapless/model/cluster.h"
+#include "gapless/model/labels.h"
 #include "gapless/model/request.h"
 
 namespace gapless::placement {
@@ -65,9 +66,16 @@ struct QuotaLimits {
   bool empty() const;
 };
 
+// The namespaces the cluster has, with their labels (the driver's namespace informer keeps
+// them): what quotas' namespace selectors are matched against.
+using NamespaceLabels = std::unordered_map<std::string, model::Labels>;
+
 struct Quota {
   std::string name;
-  std::vector<std::string> namespaces;  // the tenant: pods of these namespaces count
+  // The tenant: pods of these namespaces count, and of every namespace the selector matches
+  // (its labels now: a namespace relabelled moves in or out at once). At least one is set.
+  std::vector<std::string> namespaces;
+  std::optional<model::LabelSelector> namespace_selector;
   // false: the namespaces share one budget; true: each namespace has the limits on its own.
   bool each = false;
   QuotaLimits limits;  // over all GPU models
@@ -75,8 +83,6 @@ struct Quota {
   std::map<std::string, QuotaLimits> per_model;
   // Whole GPUs at most this percentage (0..100) of the GPUs in the cluster, rounded down.
   std::optional<double> whole_gpus_percent;
-
-  bool covers(const std::string& ns) const;
 };
 
 // What one namespace holds: over all models, and per GPU model (lower-cased).
@@ -104,6 +110,8 @@ class QuotaLedger {
   const NamespaceUsage& of(const std::string& ns) const;
   // Namespaces holding anything, by name.
   std::map<std::string, NamespaceUsage> all() const;
+  // The same, unordered and without a copy (sums over a tenant's namespaces).
+  const std::unordered_map<std::string, NamespaceUsage>& holding() const { return namespaces_; }
 
  private:
   struct Entry {
@@ -114,11 +122,18 @@ class QuotaLedger {
   std::unordered_map<std::string, NamespaceUsage> namespaces_;
 };
 
-// What a quota check needs besides the quotas: usage and the cluster's GPU count.
+// What a quota check needs besides the quotas: usage, the cluster's GPU count, and the
+// namespaces' labels (null: none known).
 struct QuotaView {
   const QuotaLedger& ledger;
   std::int64_t cluster_gpus = 0;
+  const NamespaceLabels* namespaces = nullptr;
 };
+
+// Whether `q` counts pods of `ns`: listed, or matched by its selector. A namespace the view does
+// not know (yet) reads as carrying only the label the API server gives every namespace,
+// kubernetes.io/metadata.name=<ns>.
+bool quota_covers(const Quota& q, const QuotaView& view, const std::string& ns);
 
 // The first quota `ns` would go over by adding `ask` (over all models), as the reason users
 // read: `gapless: namespace ml over quota "team-a": 12 of 12 whole GPUs in use, pod asks 2`.
@@ -142,8 +157,9 @@ std::string over_quota(const std::vector<Quota>& quotas, const QuotaView& view,
                        const std::string& ns, const NamespaceUsage& adds);
 
 // Usage and limit per (quota, namespace, resource, model), for metrics: a row for each
-// namespace a quota names and each limit it sets. `used` is that namespace's own usage; a
-// quota shared by several namespaces repeats its limit on each (their usages add up against it).
+// namespace a quota covers (listed, or known and selected) and each limit it sets. `used` is that
+// namespace's own usage; a quota shared by several namespaces repeats its limit on each (their
+// usages add up against it).
 struct QuotaRow {
   std::string quota, ns, resource, model;  // model empty: all models
   std::int64_t used = 0;

@@ -158,9 +158,11 @@ class Scheduler {
     std::string node;
     std::vector<ProposedVictim> proposed;
   };
+  // `budgets`: the PodDisruptionBudgets in force (the driver resolves their selectors).
   std::vector<std::optional<VictimChoice>> select_victims(
       const model::PodInfo& pod, const model::GpuRequest& req,
-      const std::vector<VictimQuery>& nodes) const;
+      const std::vector<VictimQuery>& nodes,
+      const std::vector<DisruptionBudget>& budgets = {}) const;
 
   // Every stage's answer for the pod on each input node (duplicates reported once, input
   // order): filter's verdict and reason, the score's terms, the normalized score, and what
@@ -185,6 +187,14 @@ class Scheduler {
   // Usage and limits of the current policy's quotas, per namespace (for metrics).
   std::vector<QuotaRow> quota_rows() const;
 
+  // --- namespaces ---------------------------------------------------------------------------
+  // The cluster's namespaces and their labels, which quotas' namespace selectors match (the
+  // driver's namespace informer feeds them). A change applies to the next call: usage is not
+  // moved, a relabelled namespace's pods simply count for the quotas that select it now.
+  void set_namespaces(NamespaceLabels all);  // a full list: replaces what was known
+  void set_namespace(const std::string& ns, model::Labels labels);
+  void erase_namespace(const std::string& ns);
+
   // The operators' view of the model under the current mix (placement::summarize), kept current
   // as the model changes (LiveSummary): O(GPU models + MIG profiles) to read.
   ClusterSummary summary() const;
@@ -194,8 +204,8 @@ class Scheduler {
   std::shared_ptr<const LoadedPolicy> load(Policy policy) const;
   // REQUIRES: write lock. Keeps the fragment cache current with the model's changes.
   void follow_changes();
-  // REQUIRES: read lock. The quota check's inputs.
-  QuotaView quota_view() const { return QuotaView{quota_usage_, cluster_gpus_}; }
+  // REQUIRES: read lock. The quota check's inputs; the GPU count is the live summary's.
+  QuotaView quota_view() const;
   // REQUIRES: read lock. The Filter stage under these quotas.
   // `passed_nodes`, when given, receives the passed names' nodes (aligned with r.passed).
   FilterResult filter_locked(const std::vector<Quota>& quotas, const model::PodInfo& pod,
@@ -229,11 +239,9 @@ class Scheduler {
   const WorkloadMix* mix_;  // learner_.mix() or options_.fixed_mix
   FragmentCache fragments_;
   LiveSummary summary_;  // follows fragments_
-  // Per-namespace usage for quotas, and the GPUs in the model (per node, by node address as in
-  // Cluster::Changes::removed, and in all): kept current by follow_changes.
+  // Per-namespace usage for quotas: kept current by follow_changes.
   QuotaLedger quota_usage_;
-  std::unordered_map<const model::Node*, std::int64_t> node_gpus_;
-  std::int64_t cluster_gpus_ = 0;
+  NamespaceLabels namespaces_;  // guarded by mu_
   std::atomic<std::uint64_t> mix_version_{1};
   // UIDs already counted, oldest first, bounded (pods filtered and never bound fall out).
   std::unordered_set<std::string> seen_;

@@ -63,9 +63,10 @@ class Extender {
   void set_policy(placement::Policy policy);
   std::string policy_source() const;
 
-  // Until the model is complete (Kubernetes mode: the first full lists of nodes and pods are
-  // applied), every verb answers with an Error instead of deciding on a partial model. `ready`
-  // is polled on each call; null (the default) means always ready.
+  // Until the model is complete (Kubernetes mode: the first full lists of nodes, pods,
+  // namespaces and PodDisruptionBudgets are applied), every verb answers with an Error instead of
+  // deciding on a partial model. `ready` is polled on each call; null (the default) means always
+  // ready.
   void set_readiness(std::function<bool()> ready);
   bool ready() const;
 
@@ -74,6 +75,14 @@ class Extender {
   // whose GPUs another replica claimed first fails (kube-scheduler retries the pod). Null (the
   // default): no claims, for a single replica. Set before serving; must outlive the Extender.
   void set_claims(k8s::NodeClaims* claims) { claims_ = claims; }
+
+  // Where preempt reads the PodDisruptionBudgets in force (Kubernetes mode:
+  // k8s::DisruptionBudgets::resolve). With one, victims that would violate a budget are taken
+  // last and NumPDBViolations is Gapless's own count; without (the default), kube-scheduler's
+  // count plus one for each victim it did not propose. Set before serving.
+  void set_disruption_budgets(std::function<std::vector<model::DisruptionBudget>()> budgets) {
+    budgets_ = std::move(budgets);
+  }
 
   // Runs `f` with exclusive access to the model (informers, recovery, tests).
   void mutate(const std::function<void(model::Cluster&)>& f);
@@ -87,7 +96,8 @@ class Extender {
 
  private:
   static constexpr const char* kNotReady =
-      "gapless is still loading the cluster (first full list of nodes and pods); retry shortly";
+      "gapless is still loading the cluster (first full lists of nodes, pods, namespaces and "
+      "PodDisruptionBudgets); retry shortly";
   // Reserve: the pod's GPUs on `node`, claimed (with claims set) against the other replicas';
   // when one of them claimed part of what was chosen, chosen again beside their claims.
   // *conflict: the last claim lost to another replica's.
@@ -101,6 +111,7 @@ class Extender {
 
   placement::Scheduler scheduler_;
   k8s::NodeClaims* claims_ = nullptr;
+  std::function<std::vector<model::DisruptionBudget>()> budgets_;  // read-only while serving
   std::function<bool()> ready_;  // set before serving; read-only afterwards
   Binder& binder_;
   Metrics& metrics_;
