@@ -1,7 +1,9 @@
 #include "gapless/placement/fragmentation.h"
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
+#include <map>
 
 #include "gapless/placement/demand.h"
 
@@ -129,14 +131,67 @@ double node_fragment_after(const model::Node& node, const WorkloadMix& mix,
   return mix_fragment(node, s, mix, nullptr);
 }
 
+namespace {
+
+std::string lowered(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// model -> demand share / capacity share, capped at 1, for the models the mix's pods name.
+std::vector<std::pair<std::string, double>> model_reserves(
+    const WorkloadMix& mix, std::span<const model::Node* const> nodes) {
+  if (mix.model_demand.empty()) return {};
+  std::map<std::string, double> gpus;
+  double total = 0;
+  for (const model::Node* n : nodes) {
+    for (const model::Gpu& g : n->gpus) {
+      gpus[lowered(g.model)] += 1;
+      total += 1;
+    }
+  }
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& [m, demand] : mix.model_demand) {
+    auto it = gpus.find(m);
+    if (it != gpus.end()) out.emplace_back(m, std::min(1.0, demand * total / it->second));
+  }
+  return out;
+}
+
+}  // namespace
+
+void FragmentCache::describe(const model::Node& node, Slot& slot) const {
+  slot.access.clear();
+  for (const auto& e : mix_->entries) slot.access.push_back(access_of(node, e.shape));
+  slot.reserve.clear();
+  if (reserve_.empty()) return;
+  for (const model::Gpu& g : node.gpus) {
+    const std::string m = lowered(g.model);
+    float r = 0;
+    for (const auto& [name, value] : reserve_) {
+      if (name == m) r = static_cast<float>(value);
+    }
+    slot.reserve.push_back(r);
+  }
+}
+
 void FragmentCache::rebuild(std::span<const model::Node* const> nodes) {
   slots_.clear();
   total_ = 0;
+  reserve_ = model_reserves(*mix_, nodes);
   for (const model::Node* n : nodes) {
     Slot& slot = slots_[n];
-    for (const auto& e : mix_->entries) slot.access.push_back(access_of(*n, e.shape));
+    describe(*n, slot);
     total_ += refresh(*n, slot);
   }
+}
+
+double FragmentCache::model_reserve(const model::Node& node, int gpu) const {
+  auto it = slots_.find(&node);
+  if (it == slots_.end() || gpu < 0 || gpu >= static_cast<int>(it->second.reserve.size())) {
+    return 0;
+  }
+  return it->second.reserve[gpu];
 }
 
 double FragmentCache::refresh(const model::Node& node, Slot& slot) const {
@@ -157,8 +212,7 @@ void FragmentCache::update(const model::Node& node) {
 void FragmentCache::refresh_node(const model::Node& node) {
   // Model masks too: the node's GPUs (and so their models) may have changed.
   Slot& slot = slots_[&node];
-  slot.access.clear();
-  for (const auto& e : mix_->entries) slot.access.push_back(access_of(node, e.shape));
+  describe(node, slot);
   total_ += refresh(node, slot);
 }
 

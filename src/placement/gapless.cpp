@@ -36,6 +36,9 @@ namespace {
 constexpr double kDeadBelow = 0.05;  // a gap fewer than this share of the shares fit is dead
 constexpr int kLiveGapWaste = 40;    // milli a live gap is expected to end with
 constexpr int kFreshGpuCost = 50;    // milli for opening a GPU nothing uses yet
+// Weight of the model term: a pod naming no model that takes m milli of a GPU whose model the
+// model-restricted pods need at reserve r (FragmentCache::model_reserve) costs kModelWeight*r*m.
+constexpr double kModelWeight = 1.0;
 
 bool single_share(const model::GpuRequest& req) {
   return req.kind == model::RequestKind::kShared && req.shared.count == 1 &&
@@ -94,9 +97,18 @@ int added_waste(int room, int milli, int live) {
   return gap_waste(room - milli, live) - gap_waste(room, live) + fresh;
 }
 
-// Added waste in -1000..1050 -> (0, 1], higher is better.
-double waste_score(int waste) {
-  return (2.0 * model::kFullComputeMilli - waste) / (3.0 * model::kFullComputeMilli);
+// Added waste in -1000..1050 -> (0, 1], higher is better; the model term can push it past 2000,
+// which clamps to 0.
+double waste_score(double waste) {
+  return std::max(0.0, (2.0 * model::kFullComputeMilli - waste) / (3.0 * model::kFullComputeMilli));
+}
+
+// The model term for `milli` taken on GPU `gpu`: zero for a pod that names models itself, or
+// without the driver's cache (it knows the cluster's GPU models).
+double model_cost(const ScoreContext& ctx, const model::Node& node, int gpu, int milli,
+                  const model::GpuRequest& req) {
+  if (ctx.fragments == nullptr || !req.models.empty()) return 0;
+  return kModelWeight * ctx.fragments->model_reserve(node, gpu) * milli;
 }
 
 long long stranding_score(double delta) {
@@ -110,10 +122,12 @@ double GaplessStrategy::score_node_in(const ScoreContext& ctx, const model::Node
   const MixView mix(ctx, req);
   if (single_share(req)) {
     const int live = live_gap(*mix);
-    int best = 1 << 20;
+    const int milli = req.shared.compute_milli;
+    double best = 1 << 20;
     for (const model::Gpu& g : node.gpus) {
       if (can_serve_now(g, req)) {
-        best = std::min(best, added_waste(free_milli(g), req.shared.compute_milli, live));
+        best = std::min(best, added_waste(free_milli(g), milli, live) +
+                                  model_cost(ctx, node, g.index, milli, req));
       }
     }
     return best == 1 << 20 ? 0.0 : waste_score(best);
@@ -129,9 +143,10 @@ double GaplessStrategy::score_node_in(const ScoreContext& ctx, const model::Node
   }
   // The driver's cache holds every node's stranding under this mix; without one, compute it.
   const FragmentCache* cache = ctx.workload == &*mix ? ctx.fragments : nullptr;
-  const double delta =
-      cache ? cache->stranding(node) - cache->stranding_after(node, req, gpus)
-            : node_stranding(node, *mix) - node_stranding_after(node, *mix, req, gpus);
+  double delta = cache ? cache->stranding(node) - cache->stranding_after(node, req, gpus)
+                       : node_stranding(node, *mix) - node_stranding_after(node, *mix, req, gpus);
+  const int milli = milli_per_gpu(node, req);
+  for (int g : gpus) delta -= model_cost(ctx, node, g, milli, req);
   return hundredths(stranding_score(delta));
 }
 
@@ -139,7 +154,9 @@ double GaplessStrategy::score_gpu_in(const ScoreContext& ctx, const model::Node&
                                      const model::Gpu& gpu, const model::GpuRequest& req) const {
   if (!single_share(req)) return tightest_gpu(node, gpu, req);
   const MixView mix(ctx, req);
-  return waste_score(added_waste(free_milli(gpu), req.shared.compute_milli, live_gap(*mix)));
+  const int milli = req.shared.compute_milli;
+  return waste_score(added_waste(free_milli(gpu), milli, live_gap(*mix)) +
+                     model_cost(ctx, node, gpu.index, milli, req));
 }
 
 double GaplessStrategy::score_node(const model::Node& node, const model::GpuRequest& req) const {

@@ -3,6 +3,7 @@
 #include "gapless/model/gpu.h"
 
 #include <algorithm>
+#include <cctype>
 #include <tuple>
 
 namespace gapless::placement {
@@ -11,6 +12,30 @@ namespace {
 std::string joined(const std::vector<std::string>& models) {
   std::string out;
   for (const std::string& m : models) out += (out.empty() ? "" : "|") + m;
+  return out;
+}
+
+std::string lowered(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// WorkloadMix::model_demand from all the counts.
+std::vector<std::pair<std::string, double>> model_demand(const ShapeCounts& counts) {
+  std::map<std::string, double> by_model;
+  double total = 0;
+  for (const auto& [shape, n] : counts) {
+    const double demand = n * shape.gpus * shape.milli;
+    total += demand;
+    if (shape.models.empty() || demand == 0) continue;
+    std::vector<std::string> models;
+    for (const std::string& m : shape.models) models.push_back(lowered(m));
+    std::sort(models.begin(), models.end());
+    models.erase(std::unique(models.begin(), models.end()), models.end());
+    for (const std::string& m : models) by_model[m] += demand / models.size();
+  }
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& [m, d] : by_model) out.emplace_back(m, d / total);
   return out;
 }
 
@@ -80,6 +105,7 @@ WorkloadMix typical_mix(const ShapeCounts& counts, double coverage) {
     }
   }
   for (const auto& [milli, n] : shares) mix.share_sizes.emplace_back(milli, n / share_total);
+  mix.model_demand = model_demand(counts);
   return mix;
 }
 

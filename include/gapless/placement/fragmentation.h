@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -66,6 +68,12 @@ class FragmentCache {
   double stranding(const model::Node& node) const;
   double stranding_after(const model::Node& node, const model::GpuRequest& req,
                          std::span<const int> gpus) const;
+  // The model term: how much the pods that name GPU models need the model of GPU `gpu` of the
+  // node, 0..1: their learned share of all GPU demand (WorkloadMix::model_demand) over the
+  // model's share of the GPUs of the nodes given to rebuild, capped at 1. A pod that names no
+  // model and takes such a GPU takes room those pods can find nowhere else. 0 for a node the
+  // cache has not seen, and for every GPU when no pod named a model.
+  double model_reserve(const model::Node& node, int gpu) const;
   // Sum of F_n(M) over the nodes given to rebuild.
   double total() const { return total_; }
   const WorkloadMix& mix() const { return *mix_; }
@@ -77,11 +85,15 @@ class FragmentCache {
     double value = 0;                   // F_n(M)
     double stranded = 0;                // node_stranding
     std::vector<std::uint64_t> access;  // per mix entry: GPUs whose model the shape admits
+    std::vector<float> reserve;         // per GPU: model_reserve; empty when all 0
   };
+  // Fills slot.access and slot.reserve, which depend on the node's GPUs, not on their use.
+  void describe(const model::Node& node, Slot& slot) const;
   const WorkloadMix* mix_;
   // Recomputes a slot's fragment and stranding from the node's state; returns the change in value.
   double refresh(const model::Node& node, Slot& slot) const;
   std::unordered_map<const model::Node*, Slot> slots_;
+  std::vector<std::pair<std::string, double>> reserve_;  // model (lower case) -> model_reserve
   double total_ = 0;
 };
 
