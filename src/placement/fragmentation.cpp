@@ -139,7 +139,7 @@ std::string lowered(std::string s) {
 }
 
 // model -> demand share / capacity share, capped at 1, for the models the mix's pods name.
-std::vector<std::pair<std::string, double>> model_reserves(
+std::vector<std::pair<std::string, double>> reserves_by_model(
     const WorkloadMix& mix, std::span<const model::Node* const> nodes) {
   if (mix.model_demand.empty()) return {};
   std::map<std::string, double> gpus;
@@ -158,11 +158,54 @@ std::vector<std::pair<std::string, double>> model_reserves(
   return out;
 }
 
+// Can pods of shape m take the node in state s, its GPUs limited to `access`?
+bool fits(const NodeState& s, const TaskShape& m, Mask access) {
+  if (s.cpu_free < m.cpu_milli || s.mem_free < m.memory_mib) return false;
+  int fit = 0;
+  for (int i = 0; i < s.count; ++i) {
+    if ((access >> i & 1) && s.free[i] >= m.milli) ++fit;
+  }
+  return fit >= m.gpus;
+}
+
+// Could the node take shape m when nothing runs on it? (Every healthy GPU the shape's models
+// admit counts as whole; MIG and gpushare layouts are not looked at.)
+bool fits_empty(const model::Node& node, const TaskShape& m) {
+  if (node.host.cpu_milli > 0 && node.host.cpu_milli < m.cpu_milli) return false;
+  if (node.host.memory_mib > 0 && node.host.memory_mib < m.memory_mib) return false;
+  const Mask access = access_of(node, m);
+  const int count = std::min<int>(static_cast<int>(node.gpus.size()), kMaxGpus);
+  int fit = 0;
+  for (int i = 0; i < count; ++i) {
+    if ((access >> i & 1) && node.gpus[i].healthy) ++fit;
+  }
+  return fit >= m.gpus;
+}
+
+// The multi-GPU shapes of the mix that at least one and at most kScarceHostShare of the nodes
+// can take.
+std::vector<TaskShape> scarce_shapes(const WorkloadMix& mix,
+                                     std::span<const model::Node* const> nodes) {
+  std::vector<TaskShape> out;
+  for (const auto& [shape, weight] : mix.multi_gpu_shapes) {
+    std::size_t hosts = 0;
+    for (const model::Node* n : nodes) hosts += fits_empty(*n, shape) ? 1 : 0;
+    if (hosts > 0 && hosts <= FragmentCache::kScarceHostShare * nodes.size()) {
+      out.push_back(shape);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 void FragmentCache::describe(const model::Node& node, Slot& slot) const {
   slot.access.clear();
   for (const auto& e : mix_->entries) slot.access.push_back(access_of(node, e.shape));
+  slot.hosts.clear();
+  for (std::size_t k = 0; k < scarce_.size(); ++k) {
+    if (fits_empty(node, scarce_[k])) slot.hosts.emplace_back(k, access_of(node, scarce_[k]));
+  }
   slot.reserve.clear();
   if (reserve_.empty()) return;
   for (const model::Gpu& g : node.gpus) {
@@ -178,12 +221,32 @@ void FragmentCache::describe(const model::Node& node, Slot& slot) const {
 void FragmentCache::rebuild(std::span<const model::Node* const> nodes) {
   slots_.clear();
   total_ = 0;
-  reserve_ = model_reserves(*mix_, nodes);
+  reserve_ = reserves_by_model(*mix_, nodes);
+  scarce_ = scarce_shapes(*mix_, nodes);
   for (const model::Node* n : nodes) {
     Slot& slot = slots_[n];
     describe(*n, slot);
     total_ += refresh(*n, slot);
   }
+}
+
+std::span<const float> FragmentCache::model_reserves(const model::Node& node) const {
+  auto it = slots_.find(&node);
+  if (it == slots_.end()) return {};
+  return it->second.reserve;
+}
+
+bool FragmentCache::breaks_scarce_host(const model::Node& node, const model::GpuRequest& req,
+                                       std::span<const int> gpus) const {
+  auto it = slots_.find(&node);
+  if (it == slots_.end() || it->second.hosts.empty()) return false;
+  const NodeState now(node);
+  NodeState after = now;
+  after.take(node, req, gpus);
+  for (const auto& [k, access] : it->second.hosts) {
+    if (fits(now, scarce_[k], access) && !fits(after, scarce_[k], access)) return true;
+  }
+  return false;
 }
 
 double FragmentCache::model_reserve(const model::Node& node, int gpu) const {

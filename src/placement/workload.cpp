@@ -106,6 +106,9 @@ WorkloadMix typical_mix(const ShapeCounts& counts, double coverage) {
   }
   for (const auto& [milli, n] : shares) mix.share_sizes.emplace_back(milli, n / share_total);
   mix.model_demand = model_demand(counts);
+  for (const auto& [shape, n] : counts) {
+    if (shape.gpus >= 2) mix.multi_gpu_shapes.emplace_back(shape, n / total);
+  }
   return mix;
 }
 

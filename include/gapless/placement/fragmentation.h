@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <utility>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "gapless/model/node.h"
@@ -74,6 +74,15 @@ class FragmentCache {
   // model and takes such a GPU takes room those pods can find nowhere else. 0 for a node the
   // cache has not seen, and for every GPU when no pod named a model.
   double model_reserve(const model::Node& node, int gpu) const;
+  // The same for every GPU of the node, in index order; empty when all are 0.
+  std::span<const float> model_reserves(const model::Node& node) const;
+  // True when `req` taking `gpus` would leave the node unable to take a multi-GPU shape of the
+  // mix (WorkloadMix::multi_gpu_shapes) that it can take now, and that only a scarce kind of
+  // node can take even when empty (at most kScarceHostShare of the nodes given to rebuild).
+  // Such pods otherwise wait until every pod on some such node has left.
+  bool breaks_scarce_host(const model::Node& node, const model::GpuRequest& req,
+                          std::span<const int> gpus) const;
+  static constexpr double kScarceHostShare = 0.05;
   // Sum of F_n(M) over the nodes given to rebuild.
   double total() const { return total_; }
   const WorkloadMix& mix() const { return *mix_; }
@@ -86,6 +95,8 @@ class FragmentCache {
     double stranded = 0;                // node_stranding
     std::vector<std::uint64_t> access;  // per mix entry: GPUs whose model the shape admits
     std::vector<float> reserve;         // per GPU: model_reserve; empty when all 0
+    // scarce_ shapes this node can take when empty, with the GPUs whose model each admits
+    std::vector<std::pair<std::size_t, std::uint64_t>> hosts;
   };
   // Fills slot.access and slot.reserve, which depend on the node's GPUs, not on their use.
   void describe(const model::Node& node, Slot& slot) const;
@@ -94,6 +105,7 @@ class FragmentCache {
   double refresh(const model::Node& node, Slot& slot) const;
   std::unordered_map<const model::Node*, Slot> slots_;
   std::vector<std::pair<std::string, double>> reserve_;  // model (lower case) -> model_reserve
+  std::vector<TaskShape> scarce_;  // multi-GPU shapes only few nodes can take (hosts)
   double total_ = 0;
 };
 
