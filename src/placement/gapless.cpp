@@ -138,7 +138,8 @@ double keep_whole_cost(const ScoreContext& ctx, const model::Node& node,
 // most idle GPUs, unless opening one there costs a multi-GPU shape of the mix a slot (8 idle
 // GPUs hold one 8-GPU pod, 7 none). Below the waste score's step (1 milli = 3.3e-4), so only
 // ties move. Measured as deployed, seeds 42-51: default 4.07 -> 3.93, multigpu50 2.47 -> 2.69;
-// the most idle GPUs alone gave 3.83 but 8.63 on multigpu50, the slot term alone 4.09.
+// the most idle GPUs alone gave 3.83 but 8.63 on multigpu50; the slot term ten or more times
+// the idle term 3.91-4.07. Why spreading fresh shares helps the default trace is not established.
 double fresh_tiebreak(const WorkloadMix& mix, const model::Node& node) {
   if (node.gpus.empty()) return 0;
   int idle = 0;
