@@ -74,7 +74,7 @@ class FragmentCache {
   // model and takes such a GPU takes room those pods can find nowhere else. 0 for a node the
   // cache has not seen, and for every GPU when no pod named a model.
   double model_reserve(const model::Node& node, int gpu) const;
-  // The same for every GPU of the node, in index order; empty when all are 0.
+  // The same for every GPU of the node, in index order; empty when no pod named a model.
   std::span<const float> model_reserves(const model::Node& node) const;
   // True when `req` taking `gpus` would leave the node unable to take a multi-GPU shape of the
   // mix (WorkloadMix::multi_gpu_shapes) that it can take now, and that only a scarce kind of
