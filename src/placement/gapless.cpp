@@ -134,25 +134,6 @@ double keep_whole_cost(const ScoreContext& ctx, const model::Node& node,
   return ctx.fragments->breaks_scarce_host(node, req, gpus) ? kKeepWholeCost : 0;
 }
 
-// Among nodes where a share must open a fresh GPU, equally wasteful: prefer the node with the
-// most idle GPUs, unless opening one there costs a multi-GPU shape of the mix a slot (8 idle
-// GPUs hold one 8-GPU pod, 7 none). Below the waste score's step (1 milli = 3.3e-4), so only
-// ties move. Measured as deployed, seeds 42-51: default 4.07 -> 3.93, multigpu50 2.47 -> 2.69;
-// the most idle GPUs alone gave 3.83 but 8.63 on multigpu50; the slot term ten or more times
-// the idle term 3.91-4.07. Why spreading fresh shares helps the default trace is not established.
-double fresh_tiebreak(const WorkloadMix& mix, const model::Node& node) {
-  if (node.gpus.empty()) return 0;
-  int idle = 0;
-  for (const model::Gpu& g : node.gpus) idle += free_milli(g) >= model::kFullComputeMilli;
-  double lost = 0;  // GPUs of multi-GPU slots lost, weighted by the mix
-  for (const auto& e : mix.entries) {
-    if (e.shape.gpus >= 2) {
-      lost += e.weight * e.shape.gpus * (idle / e.shape.gpus - (idle - 1) / e.shape.gpus);
-    }
-  }
-  return 1e-5 * idle / static_cast<double>(node.gpus.size()) - 3e-5 * lost;
-}
-
 long long stranding_score(double delta) {
   return static_cast<long long>(1.0 / (1.0 + std::exp(-delta / 1000.0)) * 100);
 }
@@ -167,21 +148,18 @@ double GaplessStrategy::score_node_in(const ScoreContext& ctx, const model::Node
     const int milli = req.shared.compute_milli;
     const std::span<const float> reserve = reserves(ctx, node, req);
     double best = 1 << 20;
-    bool best_fresh = false;  // only fresh GPUs reach `best`
     int first = -1;
     for (const model::Gpu& g : node.gpus) {
       if (!can_serve_now(g, req)) continue;
       const int room = free_milli(g);
       const double w = added_waste(room, milli, live) + model_cost(reserve, g.index, milli);
-      const bool fresh = room >= model::kFullComputeMilli;
-      if (w < best || (w == best && !fresh)) best_fresh = fresh;
       best = std::min(best, w);
       if (first < 0) first = g.index;
     }
     if (first < 0) return 0.0;
     // Any GPU of the node breaks it for a multi-GPU shape as well as another.
     const double waste = best + keep_whole_cost(ctx, node, req, std::span<const int>(&first, 1));
-    return waste_score(waste) + (best_fresh ? fresh_tiebreak(*mix, node) : 0.0);
+    return waste_score(waste);
   }
   // Whole GPUs: the lowest free indices, as the GPU-level score below picks them.
   std::vector<int> gpus;
