@@ -39,6 +39,10 @@ std::vector<std::pair<std::string, double>> model_demand(const ShapeCounts& coun
   return out;
 }
 
+// Rebuilds for new multi-GPU shapes, at most (the Alibaba trace's variants have 13 to 31 such
+// shapes; a cluster with hundreds would otherwise rebuild the fragment cache for each).
+constexpr std::size_t kMaxNovelRebuilds = 32;
+
 }  // namespace
 
 bool shape_less(const TaskShape& a, const TaskShape& b) {
@@ -117,7 +121,12 @@ bool WorkloadLearner::observe(const TaskShape& shape) {
   // A multi-GPU shape not seen before: rebuild now, not at the next power of two, so that a
   // scarce host is kept whole for its second pod (FragmentCache::breaks_scarce_host). Few
   // shapes ask several GPUs (13 in the Alibaba trace), so this adds few rebuilds.
-  const bool novel = shape.gpus >= 2 && count == 0;
+  bool novel = shape.gpus >= 2 && count == 0;
+  if (novel) {  // at most kMaxNovelRebuilds of them: a cluster of many such shapes pays no more
+    std::size_t multi = 0;
+    for (const auto& [s, n] : counts_) multi += s.gpus >= 2 ? 1 : 0;
+    novel = multi <= kMaxNovelRebuilds;  // this shape is counted already
+  }
   count += 1;
   ++seen_;
   if (!novel && seen_ < next_rebuild_) return false;
