@@ -1,7 +1,9 @@
 #include "gapless/placement/fragmentation.h"
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
+#include <map>
 
 #include "gapless/placement/demand.h"
 
@@ -129,14 +131,130 @@ double node_fragment_after(const model::Node& node, const WorkloadMix& mix,
   return mix_fragment(node, s, mix, nullptr);
 }
 
+namespace {
+
+std::string lowered(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// model -> demand share / capacity share, capped at 1, for the models the mix's pods name.
+std::vector<std::pair<std::string, double>> reserves_by_model(
+    const WorkloadMix& mix, std::span<const model::Node* const> nodes) {
+  if (mix.model_demand.empty()) return {};
+  std::map<std::string, double> gpus;
+  double total = 0;
+  for (const model::Node* n : nodes) {
+    for (const model::Gpu& g : n->gpus) {
+      gpus[lowered(g.model)] += 1;
+      total += 1;
+    }
+  }
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& [m, demand] : mix.model_demand) {
+    auto it = gpus.find(m);
+    if (it != gpus.end()) out.emplace_back(m, std::min(1.0, demand * total / it->second));
+  }
+  return out;
+}
+
+// Can pods of shape m take the node in state s, its GPUs limited to `access`?
+bool fits(const NodeState& s, const TaskShape& m, Mask access) {
+  if (s.cpu_free < m.cpu_milli || s.mem_free < m.memory_mib) return false;
+  int fit = 0;
+  for (int i = 0; i < s.count; ++i) {
+    if ((access >> i & 1) && s.free[i] >= m.milli) ++fit;
+  }
+  return fit >= m.gpus;
+}
+
+// Could the node take shape m when nothing runs on it? (Every healthy GPU the shape's models
+// admit counts as whole; MIG and gpushare layouts are not looked at.)
+bool fits_empty(const model::Node& node, const TaskShape& m) {
+  if (node.host.cpu_milli > 0 && node.host.cpu_milli < m.cpu_milli) return false;
+  if (node.host.memory_mib > 0 && node.host.memory_mib < m.memory_mib) return false;
+  const Mask access = access_of(node, m);
+  const int count = std::min<int>(static_cast<int>(node.gpus.size()), kMaxGpus);
+  int fit = 0;
+  for (int i = 0; i < count; ++i) {
+    if ((access >> i & 1) && node.gpus[i].healthy) ++fit;
+  }
+  return fit >= m.gpus;
+}
+
+// The multi-GPU shapes of the mix that at least one and at most kScarceHostShare of the nodes
+// can take.
+std::vector<TaskShape> scarce_shapes(const WorkloadMix& mix,
+                                     std::span<const model::Node* const> nodes) {
+  std::vector<TaskShape> out;
+  for (const auto& [shape, weight] : mix.multi_gpu_shapes) {
+    std::size_t hosts = 0;
+    for (const model::Node* n : nodes) hosts += fits_empty(*n, shape) ? 1 : 0;
+    if (hosts > 0 && hosts <= FragmentCache::kScarceHostShare * nodes.size()) {
+      out.push_back(shape);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void FragmentCache::describe(const model::Node& node, Slot& slot) const {
+  slot.access.clear();
+  for (const auto& e : mix_->entries) slot.access.push_back(access_of(node, e.shape));
+  slot.hosts.clear();
+  for (std::size_t k = 0; k < scarce_.size(); ++k) {
+    if (fits_empty(node, scarce_[k])) slot.hosts.emplace_back(k, access_of(node, scarce_[k]));
+  }
+  slot.reserve.clear();
+  if (reserve_.empty()) return;
+  for (const model::Gpu& g : node.gpus) {
+    const std::string m = lowered(g.model);
+    float r = 0;
+    for (const auto& [name, value] : reserve_) {
+      if (name == m) r = static_cast<float>(value);
+    }
+    slot.reserve.push_back(r);
+  }
+}
+
 void FragmentCache::rebuild(std::span<const model::Node* const> nodes) {
   slots_.clear();
   total_ = 0;
+  reserve_ = reserves_by_model(*mix_, nodes);
+  scarce_ = scarce_shapes(*mix_, nodes);
   for (const model::Node* n : nodes) {
     Slot& slot = slots_[n];
-    for (const auto& e : mix_->entries) slot.access.push_back(access_of(*n, e.shape));
+    describe(*n, slot);
     total_ += refresh(*n, slot);
   }
+}
+
+std::span<const float> FragmentCache::model_reserves(const model::Node& node) const {
+  auto it = slots_.find(&node);
+  if (it == slots_.end()) return {};
+  return it->second.reserve;
+}
+
+bool FragmentCache::breaks_scarce_host(const model::Node& node, const model::GpuRequest& req,
+                                       std::span<const int> gpus) const {
+  auto it = slots_.find(&node);
+  if (it == slots_.end() || it->second.hosts.empty()) return false;
+  const NodeState now(node);
+  NodeState after = now;
+  after.take(node, req, gpus);
+  for (const auto& [k, access] : it->second.hosts) {
+    if (fits(now, scarce_[k], access) && !fits(after, scarce_[k], access)) return true;
+  }
+  return false;
+}
+
+double FragmentCache::model_reserve(const model::Node& node, int gpu) const {
+  auto it = slots_.find(&node);
+  if (it == slots_.end() || gpu < 0 || gpu >= static_cast<int>(it->second.reserve.size())) {
+    return 0;
+  }
+  return it->second.reserve[gpu];
 }
 
 double FragmentCache::refresh(const model::Node& node, Slot& slot) const {
@@ -157,8 +275,7 @@ void FragmentCache::update(const model::Node& node) {
 void FragmentCache::refresh_node(const model::Node& node) {
   // Model masks too: the node's GPUs (and so their models) may have changed.
   Slot& slot = slots_[&node];
-  slot.access.clear();
-  for (const auto& e : mix_->entries) slot.access.push_back(access_of(node, e.shape));
+  describe(node, slot);
   total_ += refresh(node, slot);
 }
 

@@ -20,10 +20,19 @@
 // ask 8 cores each. Scores are cut to FGD's 0..100 scale, so near-equal nodes tie and fall back
 // to node order (keeping every digit measured slightly worse).
 //
+// Two terms read the driver's FragmentCache, which knows the cluster's nodes:
+// - the model term: a pod that names no GPU model pays for the room it takes on GPUs of a model
+//   that model-restricted pods need (FragmentCache::model_reserve; weight kModelWeight, tuned on
+//   gpuspec20/25/33: 1.0 and 0.5 cost the unrestricted pods too much, 0.1 left gpuspec33 at 9.8);
+// - the keep-whole term: a placement that leaves a scarce host (a G3 node, say, the only one that
+//   takes an 8-GPU pod asking 120 cores) unable to take that shape costs kKeepWholeCost. Without
+//   it such pods waited until every pod on some such node had left (dynamic mode: 2,221 s max).
+//
 // Without a mix (no driver learning one), the request's own shape stands in for it.
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <span>
 #include <vector>
 
 #include "gapless/placement/demand.h"
@@ -36,6 +45,11 @@ namespace {
 constexpr double kDeadBelow = 0.05;  // a gap fewer than this share of the shares fit is dead
 constexpr int kLiveGapWaste = 40;    // milli a live gap is expected to end with
 constexpr int kFreshGpuCost = 50;    // milli for opening a GPU nothing uses yet
+// Weight of the model term: a pod naming no model that takes m milli of a GPU whose model the
+// model-restricted pods need at reserve r (FragmentCache::model_reserve) costs kModelWeight*r*m.
+constexpr double kModelWeight = 0.25;
+// Milli a placement costs for leaving a scarce host unable to take the big shape it can take now.
+constexpr double kKeepWholeCost = 1000;
 
 bool single_share(const model::GpuRequest& req) {
   return req.kind == model::RequestKind::kShared && req.shared.count == 1 &&
@@ -94,9 +108,30 @@ int added_waste(int room, int milli, int live) {
   return gap_waste(room - milli, live) - gap_waste(room, live) + fresh;
 }
 
-// Added waste in -1000..1050 -> (0, 1], higher is better.
-double waste_score(int waste) {
-  return (2.0 * model::kFullComputeMilli - waste) / (3.0 * model::kFullComputeMilli);
+// Added waste in -1000..1050 -> (0, 1], higher is better; the model term can push it past 2000,
+// which clamps to 0.
+double waste_score(double waste) {
+  return std::max(0.0, (2.0 * model::kFullComputeMilli - waste) / (3.0 * model::kFullComputeMilli));
+}
+
+// The model term per GPU of the node (FragmentCache::model_reserves); empty for a pod that
+// names models itself, or without the driver's cache (it knows the cluster's GPU models).
+std::span<const float> reserves(const ScoreContext& ctx, const model::Node& node,
+                                const model::GpuRequest& req) {
+  if (ctx.fragments == nullptr || !req.models.empty()) return {};
+  return ctx.fragments->model_reserves(node);
+}
+
+double model_cost(std::span<const float> reserve, int gpu, int milli) {
+  if (gpu < 0 || gpu >= static_cast<int>(reserve.size())) return 0;
+  return kModelWeight * reserve[gpu] * milli;
+}
+
+// The keep-whole term: breaking a scarce host costs this much (FragmentCache::breaks_scarce_host).
+double keep_whole_cost(const ScoreContext& ctx, const model::Node& node,
+                       const model::GpuRequest& req, std::span<const int> gpus) {
+  if (ctx.fragments == nullptr) return 0;
+  return ctx.fragments->breaks_scarce_host(node, req, gpus) ? kKeepWholeCost : 0;
 }
 
 long long stranding_score(double delta) {
@@ -110,13 +145,21 @@ double GaplessStrategy::score_node_in(const ScoreContext& ctx, const model::Node
   const MixView mix(ctx, req);
   if (single_share(req)) {
     const int live = live_gap(*mix);
-    int best = 1 << 20;
+    const int milli = req.shared.compute_milli;
+    const std::span<const float> reserve = reserves(ctx, node, req);
+    double best = 1 << 20;
+    int first = -1;
     for (const model::Gpu& g : node.gpus) {
-      if (can_serve_now(g, req)) {
-        best = std::min(best, added_waste(free_milli(g), req.shared.compute_milli, live));
-      }
+      if (!can_serve_now(g, req)) continue;
+      const int room = free_milli(g);
+      const double w = added_waste(room, milli, live) + model_cost(reserve, g.index, milli);
+      best = std::min(best, w);
+      if (first < 0) first = g.index;
     }
-    return best == 1 << 20 ? 0.0 : waste_score(best);
+    if (first < 0) return 0.0;
+    // Any GPU of the node breaks it for a multi-GPU shape as well as another.
+    const double waste = best + keep_whole_cost(ctx, node, req, std::span<const int>(&first, 1));
+    return waste_score(waste);
   }
   // Whole GPUs: the lowest free indices, as the GPU-level score below picks them.
   std::vector<int> gpus;
@@ -129,9 +172,12 @@ double GaplessStrategy::score_node_in(const ScoreContext& ctx, const model::Node
   }
   // The driver's cache holds every node's stranding under this mix; without one, compute it.
   const FragmentCache* cache = ctx.workload == &*mix ? ctx.fragments : nullptr;
-  const double delta =
-      cache ? cache->stranding(node) - cache->stranding_after(node, req, gpus)
-            : node_stranding(node, *mix) - node_stranding_after(node, *mix, req, gpus);
+  double delta = cache ? cache->stranding(node) - cache->stranding_after(node, req, gpus)
+                       : node_stranding(node, *mix) - node_stranding_after(node, *mix, req, gpus);
+  const int milli = milli_per_gpu(node, req);
+  const std::span<const float> reserve = reserves(ctx, node, req);
+  for (int g : gpus) delta -= model_cost(reserve, g, milli);
+  delta -= keep_whole_cost(ctx, node, req, gpus);
   return hundredths(stranding_score(delta));
 }
 
@@ -139,7 +185,9 @@ double GaplessStrategy::score_gpu_in(const ScoreContext& ctx, const model::Node&
                                      const model::Gpu& gpu, const model::GpuRequest& req) const {
   if (!single_share(req)) return tightest_gpu(node, gpu, req);
   const MixView mix(ctx, req);
-  return waste_score(added_waste(free_milli(gpu), req.shared.compute_milli, live_gap(*mix)));
+  const int milli = req.shared.compute_milli;
+  return waste_score(added_waste(free_milli(gpu), milli, live_gap(*mix)) +
+                     model_cost(reserves(ctx, node, req), gpu.index, milli));
 }
 
 double GaplessStrategy::score_node(const model::Node& node, const model::GpuRequest& req) const {

@@ -3,6 +3,7 @@
 #include "gapless/model/gpu.h"
 
 #include <algorithm>
+#include <cctype>
 #include <tuple>
 
 namespace gapless::placement {
@@ -13,6 +14,34 @@ std::string joined(const std::vector<std::string>& models) {
   for (const std::string& m : models) out += (out.empty() ? "" : "|") + m;
   return out;
 }
+
+std::string lowered(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// WorkloadMix::model_demand from all the counts.
+std::vector<std::pair<std::string, double>> model_demand(const ShapeCounts& counts) {
+  std::map<std::string, double> by_model;
+  double total = 0;
+  for (const auto& [shape, n] : counts) {
+    const double demand = n * shape.gpus * shape.milli;
+    total += demand;
+    if (shape.models.empty() || demand == 0) continue;
+    std::vector<std::string> models;
+    for (const std::string& m : shape.models) models.push_back(lowered(m));
+    std::sort(models.begin(), models.end());
+    models.erase(std::unique(models.begin(), models.end()), models.end());
+    for (const std::string& m : models) by_model[m] += demand / models.size();
+  }
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& [m, d] : by_model) out.emplace_back(m, d / total);
+  return out;
+}
+
+// Rebuilds for new multi-GPU shapes, at most (the Alibaba trace's variants have 13 to 31 such
+// shapes; a cluster with hundreds would otherwise rebuild the fragment cache for each).
+constexpr std::size_t kMaxNovelRebuilds = 32;
 
 }  // namespace
 
@@ -80,13 +109,28 @@ WorkloadMix typical_mix(const ShapeCounts& counts, double coverage) {
     }
   }
   for (const auto& [milli, n] : shares) mix.share_sizes.emplace_back(milli, n / share_total);
+  mix.model_demand = model_demand(counts);
+  for (const auto& [shape, n] : counts) {
+    if (shape.gpus >= 2) mix.multi_gpu_shapes.emplace_back(shape, n / total);
+  }
   return mix;
 }
 
 bool WorkloadLearner::observe(const TaskShape& shape) {
-  counts_[shape] += 1;
-  if (++seen_ < next_rebuild_) return false;
-  next_rebuild_ *= 2;
+  double& count = counts_[shape];
+  // A multi-GPU shape not seen before: rebuild now, not at the next power of two, so that a
+  // scarce host is kept whole for its second pod (FragmentCache::breaks_scarce_host). Few
+  // shapes ask several GPUs (13 in the Alibaba trace), so this adds few rebuilds.
+  bool novel = shape.gpus >= 2 && count == 0;
+  if (novel) {  // at most kMaxNovelRebuilds of them: a cluster of many such shapes pays no more
+    std::size_t multi = 0;
+    for (const auto& [s, n] : counts_) multi += s.gpus >= 2 ? 1 : 0;
+    novel = multi <= kMaxNovelRebuilds;  // this shape is counted already
+  }
+  count += 1;
+  ++seen_;
+  if (!novel && seen_ < next_rebuild_) return false;
+  if (seen_ >= next_rebuild_) next_rebuild_ *= 2;
   mix_ = typical_mix(counts_, coverage_);
   return true;
 }

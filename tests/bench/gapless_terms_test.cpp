@@ -1,0 +1,134 @@
+// The gapless strategy's cluster-aware terms (issue 11): the model term and the keep-whole
+// term, and what the learned mix records for them.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "bench_nodes.h"
+#include "gapless/placement/fragmentation.h"
+#include "gapless/placement/strategy.h"
+#include "gapless/placement/workload.h"
+
+using namespace gapless;
+using namespace gapless::bench::testing;
+using placement::FragmentCache;
+using placement::TaskShape;
+using placement::WorkloadMix;
+
+namespace {
+
+TaskShape task(int milli, int gpus, std::int64_t cpu, std::vector<std::string> models = {}) {
+  TaskShape t{cpu, milli, gpus, std::move(models)};
+  return t;
+}
+
+std::vector<const model::Node*> pointers(const std::vector<model::Node>& nodes) {
+  std::vector<const model::Node*> out;
+  for (const model::Node& n : nodes) out.push_back(&n);
+  return out;
+}
+
+placement::ScoreContext with(const WorkloadMix& mix, const FragmentCache& cache) {
+  placement::ScoreContext ctx;
+  ctx.workload = &mix;
+  ctx.fragments = &cache;
+  return ctx;
+}
+
+const placement::Strategy& gapless_strategy() {
+  return *placement::find_strategy("gapless");
+}
+
+}  // namespace
+
+TEST_CASE("the mix keeps model-restricted demand and multi-GPU shapes, rare ones too",
+          "[bench][workload]") {
+  placement::ShapeCounts counts;
+  counts[task(1000, 1, 8000)] = 90;                       // 90 GPUs, any model
+  counts[task(500, 1, 4000, {"T4"})] = 8;                 // 4 GPUs' worth, T4 only
+  counts[task(1000, 2, 8000, {"t4", "V100", "T4"})] = 1;  // 2 GPUs, T4 or V100 (duplicates once)
+  counts[task(1000, 8, 120000)] = 1;                      // 8 GPUs
+  const WorkloadMix mix = placement::typical_mix(counts, 0.9);
+  CHECK(mix.entries.size() == 1);         // the rare shapes fall out of the entries ...
+  REQUIRE(mix.model_demand.size() == 2);  // ... but not out of these
+  CHECK(mix.model_demand[0].first == "t4");
+  CHECK(mix.model_demand[0].second == Approx((4.0 + 1.0) / 104));
+  CHECK(mix.model_demand[1].first == "v100");
+  CHECK(mix.model_demand[1].second == Approx(1.0 / 104));
+  REQUIRE(mix.multi_gpu_shapes.size() == 2);
+  CHECK(mix.multi_gpu_shapes[0].first.gpus == 2);
+  CHECK(mix.multi_gpu_shapes[1].first == task(1000, 8, 120000));
+  CHECK(mix.multi_gpu_shapes[1].second == Approx(1.0 / 100));
+}
+
+TEST_CASE("the learner also rebuilds when a multi-GPU shape is first seen", "[bench][workload]") {
+  placement::WorkloadLearner learner;
+  std::vector<std::size_t> rebuilt;
+  for (std::size_t i = 1; i <= 12; ++i) {
+    const TaskShape shape = i == 5 || i == 6 ? task(1000, 8, 64000) : task(500, 1, 4000);
+    if (learner.observe(shape)) rebuilt.push_back(i);
+  }
+  CHECK(rebuilt == std::vector<std::size_t>{1, 2, 4, 5, 8});  // 5: new; 6: seen before
+  REQUIRE(learner.mix().multi_gpu_shapes.size() == 1);
+}
+
+TEST_CASE("model term: pods naming no model keep off the model restricted pods need",
+          "[bench][gapless]") {
+  // 2 T4 GPUs of 10: T4 is 20 % of the GPUs; the T4-only pods ask 15 % of all GPU demand.
+  const std::vector<model::Node> nodes = {node_with("t4", 96000, 2, {}, 0, "T4"),
+                                          node_with("g2", 96000, 8, {}, 0, "G2")};
+  placement::ShapeCounts counts;
+  counts[task(1000, 1, 8000)] = 85;
+  counts[task(1000, 1, 8000, {"T4"})] = 15;
+  const WorkloadMix mix = placement::typical_mix(counts);
+  FragmentCache cache(mix);
+  cache.rebuild(pointers(nodes));
+  CHECK(cache.model_reserve(nodes[0], 0) == Approx(0.75));
+  CHECK(cache.model_reserve(nodes[1], 0) == 0.0);  // nobody restricted to G2
+  CHECK(cache.model_reserves(nodes[1]).size() == 8);
+  const auto ctx = with(mix, cache);
+  const auto& s = gapless_strategy();
+  // Unrestricted: the T4 costs 0.25 x 0.75 x 1000 milli more than the G2.
+  CHECK(s.score_node_in(ctx, nodes[1], whole(1, 8000)) >
+        s.score_node_in(ctx, nodes[0], whole(1, 8000)));
+  CHECK(s.score_node_in(ctx, nodes[1], share(500)) > s.score_node_in(ctx, nodes[0], share(500)));
+  // A pod restricted to T4 pays nothing for it.
+  const placement::ScoreContext no_cache{&mix, nullptr};
+  CHECK(s.score_node_in(ctx, nodes[0], share(500, 0, {"T4"})) ==
+        s.score_node_in(no_cache, nodes[0], share(500, 0, {"T4"})));
+  // No restricted pods seen: no term.
+  placement::ShapeCounts plain;
+  plain[task(1000, 1, 8000)] = 1;
+  const WorkloadMix plain_mix = placement::typical_mix(plain);
+  FragmentCache plain_cache(plain_mix);
+  plain_cache.rebuild(pointers(nodes));
+  CHECK(plain_cache.model_reserve(nodes[0], 0) == 0.0);
+}
+
+TEST_CASE("keep-whole term: a scarce host of a big shape stays whole while others fit",
+          "[bench][gapless]") {
+  // Two nodes of 128 cores among 40 of 96: only they take 8 GPUs with 120 cores (2 of 42 < 5 %).
+  std::vector<model::Node> nodes;
+  nodes.push_back(node_with("big", 128000, 8, {}, 0, "G3"));
+  for (int i = 0; i < 40; ++i) nodes.push_back(node_with("n" + std::to_string(i), 96000, 8, {}));
+  nodes.push_back(node_with("used", 128000, 8, {1000}, 0, "G3"));  // a host already broken
+  placement::ShapeCounts counts;
+  counts[task(1000, 1, 8000)] = 99;
+  counts[task(1000, 8, 120000)] = 1;
+  const WorkloadMix mix = placement::typical_mix(counts);
+  FragmentCache cache(mix);
+  cache.rebuild(pointers(nodes));
+  const int gpu0[] = {0};
+  CHECK(cache.breaks_scarce_host(nodes[0], whole(1, 8000), gpu0));
+  CHECK(cache.breaks_scarce_host(nodes[0], cpu_only(16000), {}));             // its cores count too
+  CHECK_FALSE(cache.breaks_scarce_host(nodes[0], cpu_only(4000), {}));        // 124 cores left
+  CHECK_FALSE(cache.breaks_scarce_host(nodes[1], whole(1, 8000), gpu0));      // not a host
+  CHECK_FALSE(cache.breaks_scarce_host(nodes.back(), whole(1, 8000), gpu0));  // already broken
+  const auto ctx = with(mix, cache);
+  const auto& s = gapless_strategy();
+  CHECK(s.score_node_in(ctx, nodes[1], cpu_only(16000)) >
+        s.score_node_in(ctx, nodes[0], cpu_only(16000)));
+  CHECK(s.score_node_in(ctx, nodes[1], share(500)) > s.score_node_in(ctx, nodes[0], share(500)));
+  // The big pod itself still goes there (nothing else fits it; its score is not zeroed).
+  CHECK(s.score_node_in(ctx, nodes[0], whole(8, 120000)) > 0.0);
+}
