@@ -145,7 +145,7 @@ void Scheduler::mix_changed() {
   summary_.refresh_fragments(fragments_);
   const std::uint64_t version = ++mix_version_;
   auto loaded = policy();
-  loaded->cache.clear();
+  loaded->cache.clear_scores();  // fit verdicts do not depend on the mix
   loaded->cache_mix_version = version;
 }
 

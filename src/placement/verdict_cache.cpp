@@ -63,6 +63,11 @@ void VerdictCache::clear() {
   tables_.clear();
 }
 
+void VerdictCache::clear_scores() {
+  std::lock_guard lock(mu_);
+  tables_.remove_if([](const std::shared_ptr<Table>& t) { return t->profile != nullptr; });
+}
+
 VerdictCache::Lease VerdictCache::lease(const model::GpuRequest& req, const Profile* profile,
                                         std::size_t slots) {
   const std::size_t h = hash_request(req, profile);

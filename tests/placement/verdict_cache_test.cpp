@@ -171,3 +171,24 @@ TEST_CASE("evicted tables are rebuilt, with the same answers", "[placement][cach
   CHECK(filter(c, whole(4), kNames, &cache).passed == one);
   CHECK(cache.misses() == misses + 4);
 }
+
+TEST_CASE("clear_scores drops the score tables and keeps filter's verdicts", "[placement][cache]") {
+  Cluster c = four_t4_nodes();
+  VerdictCache cache;
+  const auto req = whole(2);
+  const auto profile = bundle();
+  filter(c, req, kNames, &cache);
+  const auto scores = prioritize(c, req, profile, kNames, &cache);
+  CHECK(cache.misses() == 8);
+
+  cache.clear_scores();  // what the Scheduler does when the workload mix changes
+  filter(c, req, kNames, &cache);
+  CHECK(cache.misses() == 8);  // every verdict reused
+  CHECK(cache.hits() == 4);
+  CHECK(prioritize(c, req, profile, kNames, &cache) == scores);
+  CHECK(cache.misses() == 12);  // every score computed again
+
+  cache.clear();
+  filter(c, req, kNames, &cache);
+  CHECK(cache.misses() == 16);
+}

@@ -71,6 +71,10 @@ class VerdictCache {
   // Drops every table. REQUIRES: no Lease alive (the Scheduler calls it under its write lock
   // when the workload mix changes).
   void clear();
+  // Drops the score tables (those of a profile) and keeps filter's verdicts, which no workload
+  // mix affects: after a mix change filter still reuses every unchanged node's verdict.
+  // REQUIRES: no Lease alive, as clear().
+  void clear_scores();
 
   std::uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
   std::uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
