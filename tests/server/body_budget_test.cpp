@@ -9,43 +9,13 @@
 #include <string>
 #include <thread>
 
+#include "gate.h"
 #include "live_server.h"
 
 namespace gapless::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Holds handlers for `path` until open(); counts who entered.
-class Gate {
- public:
-  void pass() {
-    std::unique_lock lock(mu_);
-    ++entered_;
-    cv_.notify_all();
-    cv_.wait(lock, [this] { return open_; });
-  }
-  void open() {
-    std::lock_guard lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  int entered() {
-    std::lock_guard lock(mu_);
-    return entered_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
-  int entered_ = 0;
-};
-
-struct OpenOnExit {
-  Gate& gate;
-  ~OpenOnExit() { gate.open(); }
-};
 
 // A filter body of `size` bytes: the demo pod, padded with a long unknown string field.
 std::string body_of(std::size_t size) {

@@ -18,45 +18,13 @@
 #include <thread>
 #include <vector>
 
+#include "gate.h"
 #include "live_server.h"
 
 namespace gapless::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Holds every request that passes() until open(); counts who entered.
-class Gate {
- public:
-  void pass() {
-    std::unique_lock lock(mu_);
-    ++entered_;
-    cv_.notify_all();
-    cv_.wait(lock, [this] { return open_; });
-  }
-  void open() {
-    std::lock_guard lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  int entered() {
-    std::lock_guard lock(mu_);
-    return entered_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
-  int entered_ = 0;
-};
-
-// Opens the gate when it goes out of scope: declared after the server and the client threads,
-// so a failed REQUIRE cannot leave a worker blocked while they are torn down.
-struct OpenOnExit {
-  Gate& gate;
-  ~OpenOnExit() { gate.open(); }
-};
 
 // A request made on its own thread; its answer (if any) is read after join().
 struct Call {
@@ -269,7 +237,8 @@ TEST_CASE("stop() with a busy worker and waiting connections: returns, leaks no 
   CHECK(open_fds() == fds_before);
 }
 
-TEST_CASE("a connection that stalls mid-request is closed after --read-timeout", "[server][limits]") {
+TEST_CASE("a connection that stalls mid-request is closed after --read-timeout",
+          "[server][limits]") {
   server::HttpOptions options;
   options.read_timeout = std::chrono::seconds(1);
   LiveServer srv(options);
