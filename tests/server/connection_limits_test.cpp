@@ -14,44 +14,12 @@
 #include <vector>
 
 #include "live_server.h"
+#include "raw_connection.h"
 
 namespace gapless::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-// A raw connection to 127.0.0.1:port that sends nothing until told; closed when destroyed.
-class RawConnection {
- public:
-  explicit RawConnection(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    REQUIRE(fd_ >= 0);
-    timeval tv{30, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-  }
-  ~RawConnection() { ::close(fd_); }
-  RawConnection(const RawConnection&) = delete;
-  RawConnection& operator=(const RawConnection&) = delete;
-
-  bool send(const std::string& text) {
-    return ::send(fd_, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size());
-  }
-  // Everything until the server closes (or the 30 s bound).
-  std::string read_all() {
-    std::string out;
-    std::array<char, 4096> buf{};
-    ssize_t n = 0;
-    while ((n = ::recv(fd_, buf.data(), buf.size(), 0)) > 0) out.append(buf.data(), n);
-    return out;
-  }
-
- private:
-  int fd_;
-};
 
 // One worker and a queue of one: before the door, two idle connections left every other request
 // to the overflow lane (GET /version: 503). The queue of one absorbs the moment between a
@@ -69,7 +37,7 @@ TEST_CASE("idle connections hold no worker: requests are served normally beside 
           "[server][limits][door]") {
   LiveServer srv(one_worker());
   std::vector<std::unique_ptr<RawConnection>> idle;
-  for (int i = 0; i < 50; ++i) idle.push_back(std::make_unique<RawConnection>(srv.port()));
+  for (int i = 0; i < 50; ++i) idle.push_back(std::make_unique<RawConnection>(srv.port(), 30));
   for (int i = 0; i < 5; ++i) {
     auto res = srv.client().Get("/version");  // 503 in the overflow lane
     REQUIRE(res);
@@ -82,7 +50,7 @@ TEST_CASE("a request trickling in is cut off at --request-timeout with 408",
   server::HttpOptions o = one_worker();
   o.request_timeout = 1s;  // --read-timeout stays 30 s: each byte arrives well within it
   LiveServer srv(o);
-  RawConnection slow(srv.port());
+  RawConnection slow(srv.port(), 30);
   const std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
   const auto t0 = std::chrono::steady_clock::now();
   std::string answer;
@@ -110,8 +78,8 @@ TEST_CASE("connections beyond --max-connections-per-peer are refused at once wit
   o.max_connections_per_peer = 3;
   LiveServer srv(o);
   std::vector<std::unique_ptr<RawConnection>> held;
-  for (int i = 0; i < 3; ++i) held.push_back(std::make_unique<RawConnection>(srv.port()));
-  RawConnection extra(srv.port());
+  for (int i = 0; i < 3; ++i) held.push_back(std::make_unique<RawConnection>(srv.port(), 30));
+  RawConnection extra(srv.port(), 30);
   const std::string refused = extra.read_all();
   CHECK(refused.rfind("HTTP/1.1 503", 0) == 0);
   CHECK(refused.find("--max-connections-per-peer") != std::string::npos);
@@ -131,16 +99,16 @@ TEST_CASE("connections beyond --max-connections are refused at once", "[server][
   server::HttpOptions o;
   o.max_connections = 2;
   LiveServer srv(o);
-  RawConnection a(srv.port());
-  RawConnection b(srv.port());
-  RawConnection c(srv.port());
+  RawConnection a(srv.port(), 30);
+  RawConnection b(srv.port(), 30);
+  RawConnection c(srv.port(), 30);
   CHECK(c.read_all().rfind("HTTP/1.1 503", 0) == 0);
 }
 
 TEST_CASE("pipelined requests on one connection are answered in order through the door",
           "[server][door]") {
   LiveServer srv(one_worker());
-  RawConnection conn(srv.port());
+  RawConnection conn(srv.port(), 30);
   REQUIRE(
       conn.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
                 "GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "live_server.h"
+#include "raw_connection.h"
 
 namespace gapless::test {
 namespace {
@@ -23,41 +24,6 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 const std::string kFilterBody = extender_args(gpu_pod("p", "uid-p", 1), {"h100-nvs-01"});
-
-// One raw connection to 127.0.0.1:port, with the test's own 10 s bound on every read.
-class RawConnection {
- public:
-  explicit RawConnection(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    REQUIRE(fd_ >= 0);
-    timeval tv{10, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-  }
-  ~RawConnection() { ::close(fd_); }
-  RawConnection(const RawConnection&) = delete;
-  RawConnection& operator=(const RawConnection&) = delete;
-
-  void send(const std::string& bytes) {
-    REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
-            static_cast<ssize_t>(bytes.size()));
-  }
-  // Everything until the server closes (or the 10 s bound); `closed` says which.
-  std::string read_all(bool* closed) {
-    std::string out;
-    std::array<char, 4096> buf{};
-    ssize_t n = 0;
-    while ((n = ::recv(fd_, buf.data(), buf.size(), 0)) > 0) out.append(buf.data(), n);
-    *closed = n == 0;
-    return out;
-  }
-
- private:
-  int fd_;
-};
 
 struct Answer {
   std::string text;  // status line, headers and body
@@ -69,9 +35,9 @@ struct Answer {
 
 // Sends `request` on a fresh connection and reads until the server closes it.
 Answer exchange(int port, const std::string& request) {
-  RawConnection c(port);
+  RawConnection c(port, 10);
   const auto t0 = Clock::now();
-  c.send(request);
+  REQUIRE(c.send(request));
   Answer a;
   a.text = c.read_all(&a.closed);
   a.took = Clock::now() - t0;

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "raw_connection.h"
 #include "tls_support.h"
 
 namespace gapless::test {
@@ -27,42 +28,16 @@ namespace {
 using namespace std::chrono_literals;
 using namespace tls;
 
-// A TCP connection to 127.0.0.1:port; closed when destroyed.
-class Tcp {
- public:
-  explicit Tcp(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    REQUIRE(fd_ >= 0);
-    // Only bounds the test if the server wrongly keeps the connection: far above the limits.
-    timeval tv{20, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-  }
-  ~Tcp() { ::close(fd_); }
-  Tcp(const Tcp&) = delete;
-  Tcp& operator=(const Tcp&) = delete;
+// Each read's bound: only ends a test whose server wrongly keeps a connection; far above the
+// limits under test.
+constexpr int kReadBound = 20;
 
-  int fd() const { return fd_; }
-  bool send(const std::string& bytes) {
-    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
-           static_cast<ssize_t>(bytes.size());
-  }
-  // Reads until the server closes (true) or the receive bound passes (false).
-  bool closed_by_server() {
-    std::array<char, 4096> buf{};
-    for (;;) {
-      const ssize_t n = ::recv(fd_, buf.data(), buf.size(), 0);
-      if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
-      if (n < 0) return false;
-    }
-  }
-
- private:
-  int fd_;
-};
+// Reads until the server closes (true) or the read bound passes (false).
+bool closed_by_server(RawConnection& c) {
+  bool closed = false;
+  c.read_all(&closed);
+  return closed;
+}
 
 // The first flight of a TLS client: a real ClientHello, made with memory BIOs.
 std::string client_hello() {
@@ -87,7 +62,7 @@ std::string client_hello() {
 class TlsRaw {
  public:
   explicit TlsRaw(int port)
-      : tcp_(port),
+      : tcp_(port, kReadBound),
         ctx_(SSL_CTX_new(TLS_client_method()), SSL_CTX_free),
         ssl_(SSL_new(ctx_.get())) {
     SSL_set_fd(ssl_, tcp_.fd());
@@ -112,7 +87,7 @@ class TlsRaw {
   }
 
  private:
-  Tcp tcp_;
+  RawConnection tcp_;
   std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> ctx_;
   SSL* ssl_;
   bool connected_ = false;
@@ -123,7 +98,7 @@ const std::string kFilterBody = extender_args(gpu_pod("p", "uid-p", 1), {"h100-n
 // Sends `bytes` one at a time on every connection, round robin, until told to stop.
 class Trickle {
  public:
-  Trickle(std::vector<std::unique_ptr<Tcp>>& conns, std::string bytes)
+  Trickle(std::vector<std::unique_ptr<RawConnection>>& conns, std::string bytes)
       : thread_([this, &conns, bytes = std::move(bytes)] {
           for (std::size_t i = 0; i < bytes.size() && !stop_; ++i) {
             for (auto& c : conns) c->send(std::string(1, bytes[i]));
@@ -153,10 +128,12 @@ TEST_CASE("HTTPS: idle and trickling TLS connections do not stop a normal client
   o.max_queue = 2;
   o.max_connections_per_peer = 1024;  // all from 127.0.0.1, like the normal client
   LiveServer srv(o);
-  std::vector<std::unique_ptr<Tcp>> idle;  // TCP connected, no ClientHello
-  for (int i = 0; i < 200; ++i) idle.push_back(std::make_unique<Tcp>(srv.port()));
-  std::vector<std::unique_ptr<Tcp>> slow;  // a ClientHello a byte at a time
-  for (int i = 0; i < 50; ++i) slow.push_back(std::make_unique<Tcp>(srv.port()));
+  std::vector<std::unique_ptr<RawConnection>> idle;  // TCP connected, no ClientHello
+  for (int i = 0; i < 200; ++i)
+    idle.push_back(std::make_unique<RawConnection>(srv.port(), kReadBound));
+  std::vector<std::unique_ptr<RawConnection>> slow;  // a ClientHello a byte at a time
+  for (int i = 0; i < 50; ++i)
+    slow.push_back(std::make_unique<RawConnection>(srv.port(), kReadBound));
   Trickle trickle(slow, client_hello());
 
   for (int i = 0; i < 3; ++i) {
@@ -180,11 +157,11 @@ TEST_CASE("HTTPS: a handshake not finished within --request-timeout is closed",
   o.request_timeout = 1s;  // --read-timeout stays 30 s, beyond the test's 20 s receive bound
   LiveServer srv(o);
   const std::string hello = client_hello();
-  Tcp silent(srv.port());
-  Tcp partial(srv.port());
+  RawConnection silent(srv.port(), kReadBound);
+  RawConnection partial(srv.port(), kReadBound);
   REQUIRE(partial.send(hello.substr(0, hello.size() / 2)));
-  CHECK(silent.closed_by_server());
-  CHECK(partial.closed_by_server());
+  CHECK(closed_by_server(silent));
+  CHECK(closed_by_server(partial));
   // A client that handshakes in time is served.
   auto c = https_client("127.0.0.1", srv.port(), pki->path("ca.crt"));
   auto res = c->Get("/healthz");
@@ -199,10 +176,11 @@ TEST_CASE("HTTPS: --max-connections-per-peer and --max-connections hold",
   server::HttpOptions o = tls_options(*pki, false);
   o.max_connections_per_peer = 3;
   LiveServer srv(o);
-  std::vector<std::unique_ptr<Tcp>> held;
-  for (int i = 0; i < 3; ++i) held.push_back(std::make_unique<Tcp>(srv.port()));
-  Tcp extra(srv.port());
-  CHECK(extra.closed_by_server());  // closed at once: no answer is possible before a handshake
+  std::vector<std::unique_ptr<RawConnection>> held;
+  for (int i = 0; i < 3; ++i)
+    held.push_back(std::make_unique<RawConnection>(srv.port(), kReadBound));
+  RawConnection extra(srv.port(), kReadBound);
+  CHECK(closed_by_server(extra));  // closed at once: no answer is possible before a handshake
   held.pop_back();
   bool served = false;  // the door notices the close within its poll round; retry for a while
   for (int i = 0; i < 50 && !served; ++i) {
@@ -216,10 +194,10 @@ TEST_CASE("HTTPS: --max-connections-per-peer and --max-connections hold",
   o.max_connections_per_peer = 256;
   o.max_connections = 2;
   LiveServer total(o);
-  Tcp a(total.port());
-  Tcp b(total.port());
-  Tcp c(total.port());
-  CHECK(c.closed_by_server());
+  RawConnection a(total.port(), kReadBound);
+  RawConnection b(total.port(), kReadBound);
+  RawConnection c(total.port(), kReadBound);
+  CHECK(closed_by_server(c));
 }
 
 TEST_CASE("HTTPS: pipelined requests on one connection are answered in order",
