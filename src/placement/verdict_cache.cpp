@@ -1,7 +1,6 @@
 #include "gapless/placement/verdict_cache.h"
 
 #include <functional>
-#include <string_view>
 
 namespace gapless::placement {
 
@@ -12,25 +11,9 @@ struct Slot {
   double value = 0;
 };
 
-std::size_t mix(std::size_t h, std::size_t v) {
-  return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
-}
-
 std::size_t hash_request(const model::GpuRequest& r, const Profile* profile) {
-  std::size_t h = std::hash<const void*>{}(profile);
-  h = mix(h, static_cast<std::size_t>(r.kind));
-  h = mix(h, static_cast<std::size_t>(r.whole));
-  h = mix(h, static_cast<std::size_t>(r.shared.memory_mib));
-  h = mix(h, static_cast<std::size_t>(r.shared.compute_milli));
-  h = mix(h, static_cast<std::size_t>(r.shared.count));
-  h = mix(h, std::hash<std::string_view>{}(r.mig_profile));
-  h = mix(h, static_cast<std::size_t>(r.mig_count));
-  h = mix(h, static_cast<std::size_t>(r.gpushare_units));
-  for (const std::string& m : r.models) h = mix(h, std::hash<std::string_view>{}(m));
-  h = mix(h, static_cast<std::size_t>(r.topology));
-  h = mix(h, static_cast<std::size_t>(r.host.cpu_milli));
-  h = mix(h, static_cast<std::size_t>(r.host.memory_mib));
-  return h;
+  const std::size_t h = std::hash<const void*>{}(profile);
+  return h ^ (model::GpuRequestHash{}(r) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // into this; the bench builds it from trace rows). Exactly one kind per pod.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -20,9 +21,9 @@ enum class RequestKind {
 };
 
 enum class TopologyWish {
-  kNone,            // connectivity does not matter
-  kNvlinkPreferred, // better connected sets score higher (default for N >= 2)
-  kNvlinkRequired,  // every pair in the set must be NVLink-connected, or the node fails
+  kNone,             // connectivity does not matter
+  kNvlinkPreferred,  // better connected sets score higher (default for N >= 2)
+  kNvlinkRequired,   // every pair in the set must be NVLink-connected, or the node fails
 };
 
 struct SharedAsk {
@@ -34,10 +35,10 @@ struct SharedAsk {
 
 struct GpuRequest {
   RequestKind kind = RequestKind::kNone;
-  int whole = 0;                 // kWhole
-  SharedAsk shared;              // kShared
-  std::string mig_profile;       // kMig: profile name without "nvidia.com/mig-"
-  int mig_count = 0;             // kMig
+  int whole = 0;                    // kWhole
+  SharedAsk shared;                 // kShared
+  std::string mig_profile;          // kMig: profile name without "nvidia.com/mig-"
+  int mig_count = 0;                // kMig
   std::int64_t gpushare_units = 0;  // kGpushare
   std::vector<std::string> models;  // allowed GPU models; empty = any
   TopologyWish topology = TopologyWish::kNone;
@@ -48,6 +49,12 @@ struct GpuRequest {
   // Number of GPUs this request lands on (whole, shared) or instances (MIG); 1 for gpushare.
   int units() const;
   bool operator==(const GpuRequest&) const = default;
+};
+
+// Hashes every field operator== compares, so equal requests hash alike (caches and tallies keyed
+// by request shape).
+struct GpuRequestHash {
+  std::size_t operator()(const GpuRequest& r) const;
 };
 
 // The pod facts policy selection and allocation records need, independent of Kubernetes types.
