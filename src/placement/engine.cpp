@@ -257,6 +257,40 @@ std::vector<double> score_passed_nodes(const std::vector<const model::Node*>& no
   return scores;
 }
 
+std::size_t warm_nodes(const model::Cluster& cluster, const model::GpuRequest& req,
+                       const Profile& profile, std::span<const std::string> nodes,
+                       VerdictCache& cache, bool check_host) {
+  model::GpuRequest stripped;
+  const model::GpuRequest& fit_req = fit_request(req, check_host, &stripped);
+  std::vector<const model::Node*> fitting;
+  {  // filter's table first, released before the score table is taken (as filter then score)
+    VerdictCache::Lease verdicts = cache.lease(fit_req, nullptr, cluster.slot_count());
+    for (const std::string& name : nodes) {
+      const model::Node* node = cluster.find_node(name);
+      if (node == nullptr) continue;
+      double v = 0;
+      QuickFit fit;
+      if (verdicts.get(*node, &v)) {
+        fit = unpack(static_cast<std::int32_t>(v));
+      } else {
+        fit = quick_fit(*node, fit_req);
+        verdicts.put(*node, pack(fit));
+      }
+      if (fit.code == FitCode::kFits) fitting.push_back(node);
+    }
+  }
+  if (!scores_are_cacheable(profile)) return 0;
+  VerdictCache::Lease scores = cache.lease(req, &profile, cluster.slot_count());
+  std::size_t computed = 0;
+  for (const model::Node* node : fitting) {
+    double s = 0;
+    if (scores.get(*node, &s)) continue;
+    scores.put(*node, score_fitting_node(*node, req, profile));
+    ++computed;
+  }
+  return computed;
+}
+
 std::uint64_t tie_break_rank(std::string_view node) {
   std::uint64_t h = 14695981039346656037ULL;  // FNV-1a: stable across runs and platforms
   for (unsigned char c : node) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -100,6 +101,15 @@ std::vector<double> score_nodes(const model::Cluster& cluster, const model::GpuR
 std::vector<double> score_passed_nodes(const std::vector<const model::Node*>& nodes,
                                        const model::GpuRequest& req, const Profile& profile,
                                        std::size_t slot_count, VerdictCache* cache = nullptr);
+
+// Fills `cache` with what filter and score_nodes would compute for `req` under `profile` on these
+// nodes now (unknown names are skipped), computing only the entries it lacks: the next pod of
+// this shape then finds them. Scores only when scores_are_cacheable(profile). Changes no answer:
+// an entry is what the stage computes for the node at its current generation. Returns how many
+// scores it computed. `check_host` as for filter.
+std::size_t warm_nodes(const model::Cluster& cluster, const model::GpuRequest& req,
+                       const Profile& profile, std::span<const std::string> nodes,
+                       VerdictCache& cache, bool check_host);
 
 // kube-scheduler's extender score range is 0..10 (MaxExtenderPriority).
 inline constexpr int kMaxNodeScore = 10;

@@ -11,6 +11,8 @@
 //   Unreserve      unreserve        undoes a reservation that could not be bound
 //   PostFilter     select_victims   which lower-priority pods to evict per node (preemption)
 //   (debugging)    explain          filter, score, normalize and the pick, per node, read-only
+//   (warm-up)      warm             the verdict cache filled for the shapes asked most, off the
+//                                   pods' path (after start-up, a mix change, a new policy)
 //
 // It owns the cluster model, the policy and everything strategies read beyond node and request:
 // the workload mix learned from observed pods (or a fixed one, the trace bench's oracle), the
@@ -64,6 +66,9 @@ struct SchedulerOptions {
   bool use_cache = true;
   // Request shapes whose verdicts and scores the cache keeps (least recently used dropped).
   std::size_t cache_shapes = 32;
+  // Request shapes warm() prepares: the most asked ones (each takes a filter and a score table
+  // of the cache_shapes above).
+  std::size_t warm_shapes = 8;
 };
 
 // A policy with the caches that belong to it: replaced together, so cached scores never outlive
@@ -172,6 +177,16 @@ class Scheduler {
                                        const std::vector<std::string>& nodes,
                                        std::uint64_t draw = 0) const;
 
+  // (warm-up) After start-up, a mix change or a new policy, the first pod of each shape pays for
+  // every node (a few ms at 5,000 nodes) while later ones reuse the cache. This computes, for
+  // the options' warm_shapes request shapes observe() counted most (each under the profile its
+  // first pod selects in `loaded`), the verdicts and scores those pods will ask for, so a driver
+  // can run it off the pods' path (server::ScoreWarmer). Answers do not change: the cache holds
+  // what the stages compute. Works in chunks of nodes, each under the read lock, so the stages
+  // and reserve interleave; gives up, returning false, when `stop()` says so, the mix changes or
+  // `loaded`'s cache no longer follows the mix. True when every shape was prepared.
+  bool warm(const LoadedPolicy& loaded, const std::function<bool()>& stop) const;
+
   // --- the model ----------------------------------------------------------------------------
   // Exclusive access (informers, recovery, tests); caches follow the changes afterwards.
   void mutate(const std::function<void(model::Cluster&)>& f);
@@ -243,6 +258,19 @@ class Scheduler {
   QuotaLedger quota_usage_;
   NamespaceLabels namespaces_;  // guarded by mu_
   std::atomic<std::uint64_t> mix_version_{1};
+  // Request shapes counted by observe, with the first pod of each (its profile selection),
+  // for warm(). Bounded: shapes beyond kMaxAskedShapes are not tallied.
+  struct AskedShape {
+    model::GpuRequest req;
+    model::PodInfo pod;
+    std::size_t count = 0;
+  };
+  std::vector<AskedShape> asked_;
+  std::unordered_map<model::GpuRequest, std::size_t, model::GpuRequestHash> asked_index_;
+  // REQUIRES: read lock. The `n` shapes asked most (ties: first asked first) with their profiles
+  // in `loaded`, those whose pods select none left out.
+  std::vector<std::pair<model::GpuRequest, const Profile*>> most_asked(const LoadedPolicy& loaded,
+                                                                       std::size_t n) const;
   // UIDs already counted, oldest first, bounded (pods filtered and never bound fall out).
   std::unordered_set<std::string> seen_;
   std::deque<std::string> seen_order_;
