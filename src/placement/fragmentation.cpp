@@ -230,6 +230,20 @@ void FragmentCache::rebuild(std::span<const model::Node* const> nodes) {
   }
 }
 
+void FragmentCache::remix() {
+  std::vector<const model::Node*> nodes;
+  nodes.reserve(slots_.size());
+  for (const auto& [node, slot] : slots_) nodes.push_back(node);
+  reserve_ = reserves_by_model(*mix_, nodes);
+  scarce_ = scarce_shapes(*mix_, nodes);
+  total_ = 0;
+  for (auto& [node, slot] : slots_) {
+    describe(*node, slot);
+    slot.value = 0;  // refresh() returns the change from it
+    total_ += refresh(*node, slot);
+  }
+}
+
 std::span<const float> FragmentCache::model_reserves(const model::Node& node) const {
   auto it = slots_.find(&node);
   if (it == slots_.end()) return {};

@@ -81,6 +81,37 @@ TEST_CASE("the fragment cache updates one node and the cluster total", "[bench][
   CHECK(cache.fragment_after(a, share(500), gpu0) == 300);  // 1000 -> 500: still fits
 }
 
+TEST_CASE("remix after a mix change equals a fresh rebuild under the new mix",
+          "[bench][fragmentation]") {
+  WorkloadMix mix;
+  mix.entries = {{task(500, 1, 0), 1.0}};
+  model::Node a = node_a(), b = node_with("b", 32000, 2, {}),
+              c = node_with("c", 32000, 2, {0, 900});
+  const model::Node* nodes[] = {&a, &b, &c};
+  placement::FragmentCache cache(mix);
+  cache.rebuild(nodes);
+  // The mix moves (the cache reads it through its pointer): two shapes, one restricted to T4,
+  // and a multi-GPU shape only few nodes take.
+  mix.entries = {{task(300, 1, 4000, {"T4"}), 0.5}, {task(1000, 2, 8000), 0.5}};
+  mix.model_demand = {{"t4", 0.4}};
+  mix.multi_gpu_shapes = {{task(1000, 4, 0), 0.1}};
+  cache.remix();
+  placement::FragmentCache fresh(mix);
+  fresh.rebuild(nodes);
+  for (const model::Node* n : nodes) {
+    CHECK(cache.fragment(*n) == fresh.fragment(*n));
+    CHECK(cache.stranding(*n) == fresh.stranding(*n));
+    for (int g = 0; g < static_cast<int>(n->gpus.size()); ++g) {
+      CHECK(cache.model_reserve(*n, g) == fresh.model_reserve(*n, g));
+    }
+    const int gpu0[] = {0};
+    CHECK(cache.breaks_scarce_host(*n, share(500), gpu0) ==
+          fresh.breaks_scarce_host(*n, share(500), gpu0));
+  }
+  CHECK(cache.total() == Approx(fresh.total()));
+  CHECK(cache.stranding(b) != 0);  // the new mix did change something (0 under the old)
+}
+
 TEST_CASE("the typical mix takes the most common shapes up to the coverage", "[bench][workload]") {
   placement::ShapeCounts counts;
   counts[task(500, 1, 4000)] = 5;

@@ -52,6 +52,9 @@ class FragmentCache {
 
   // Recomputes every node, e.g. after the mix changed.
   void rebuild(std::span<const model::Node* const> nodes);
+  // rebuild() over the nodes the cache holds, reusing their slots: for a mix change, when the
+  // cache already follows every node (no sorted node list to build, no slot to allocate).
+  void remix();
   // Recomputes one node after a placement on it.
   void update(const model::Node& node);
   // Recomputes one node, adding it if the cache has not seen it (a node added to the cluster).
