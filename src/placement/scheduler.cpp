@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -127,7 +128,7 @@ bool Scheduler::observe(const model::PodInfo& pod, const model::GpuRequest& req)
     std::shared_lock lock(mu_);
     if (seen_.count(pod.uid) != 0) return false;
   }
-  std::unique_lock lock(mu_);
+  auto lock = lock_for_write();
   if (!seen_.insert(pod.uid).second) return false;
   seen_order_.push_back(pod.uid);
   if (seen_order_.size() > kMaxSeenPods) {
@@ -165,6 +166,13 @@ std::vector<std::pair<model::GpuRequest, const Profile*>> Scheduler::most_asked(
   return out;
 }
 
+std::unique_lock<std::shared_mutex> Scheduler::lock_for_write() const {
+  writers_waiting_.fetch_add(1);
+  std::unique_lock lock(mu_);
+  writers_waiting_.fetch_sub(1);
+  return lock;
+}
+
 bool Scheduler::warm(const LoadedPolicy& loaded, const std::function<bool()>& stop) const {
   if (!options_.use_cache) return true;
   std::vector<std::pair<model::GpuRequest, const Profile*>> shapes;
@@ -182,6 +190,9 @@ bool Scheduler::warm(const LoadedPolicy& loaded, const std::function<bool()>& st
     if (uses_draw(*profile)) continue;  // nothing to keep: the random draw is the pod's
     for (std::size_t begin = 0; begin < names.size(); begin += kWarmChunk) {
       if (stop()) return false;
+      // glibc's rwlock lets readers in while a writer waits: step aside, or a reserve or a mix
+      // change would wait out the whole pass instead of one chunk.
+      while (writers_waiting_.load() > 0) std::this_thread::yield();
       std::shared_lock lock(mu_);
       if (mix_version_.load() != version) return false;
       const std::size_t size = std::min(kWarmChunk, names.size() - begin);
@@ -195,12 +206,12 @@ bool Scheduler::warm(const LoadedPolicy& loaded, const std::function<bool()>& st
 void Scheduler::forget(const std::string& pod_uid) {
   // The UID stays in seen_order_ until it reaches the front (erasing it there is a scan of up to
   // kMaxSeenPods entries per deleted pod); the bound counts it until then.
-  std::unique_lock lock(mu_);
+  auto lock = lock_for_write();
   seen_.erase(pod_uid);
 }
 
 void Scheduler::mix_changed() {
-  fragments_.rebuild(cluster_.nodes());
+  fragments_.remix();  // follow_changes keeps it over exactly the model's nodes
   summary_.refresh_fragments(fragments_);
   const std::uint64_t version = ++mix_version_;
   auto loaded = policy();
@@ -349,7 +360,7 @@ Result<model::Allocation> Scheduler::reserve(const model::PodInfo& pod,
                                              const model::GpuRequest& req, const Profile& profile,
                                              const std::string& node,
                                              const std::vector<model::Allocation>& held) {
-  std::unique_lock lock(mu_);
+  auto lock = lock_for_write();
   model::GpuRequest fit = req;
   if (!options_.check_host) fit.host = {};
   // The quotas in force now (filter may have run under an older policy), against usage that
@@ -408,7 +419,7 @@ std::string Scheduler::steer_from_models_over_quota(const std::vector<Quota>& qu
 }
 
 bool Scheduler::unreserve(const model::Allocation& reserved) {
-  std::unique_lock lock(mu_);
+  auto lock = lock_for_write();
   const model::Allocation* held = cluster_.allocation(reserved.pod_uid);
   if (held == nullptr || !(*held == reserved)) return false;
   cluster_.release(reserved.pod_uid);
@@ -417,7 +428,7 @@ bool Scheduler::unreserve(const model::Allocation& reserved) {
 }
 
 bool Scheduler::release(const std::string& pod_uid) {
-  std::unique_lock lock(mu_);
+  auto lock = lock_for_write();
   const bool released = cluster_.release(pod_uid);
   follow_changes();
   return released;
@@ -515,7 +526,7 @@ std::vector<NodeExplanation> Scheduler::explain(const model::PodInfo& pod,
 }
 
 void Scheduler::mutate(const std::function<void(model::Cluster&)>& f) {
-  std::unique_lock lock(mu_);
+  auto lock = lock_for_write();
   f(cluster_);
   follow_changes();
 }
@@ -559,17 +570,17 @@ QuotaView Scheduler::quota_view() const {
 }
 
 void Scheduler::set_namespaces(NamespaceLabels all) {
-  std::unique_lock lock(mu_);
+  auto lock = lock_for_write();
   namespaces_ = std::move(all);
 }
 
 void Scheduler::set_namespace(const std::string& ns, model::Labels labels) {
-  std::unique_lock lock(mu_);
+  auto lock = lock_for_write();
   namespaces_[ns] = std::move(labels);
 }
 
 void Scheduler::erase_namespace(const std::string& ns) {
-  std::unique_lock lock(mu_);
+  auto lock = lock_for_write();
   namespaces_.erase(ns);
 }
 

@@ -247,8 +247,13 @@ class Scheduler {
   // REQUIRES: write lock. The mix changed: rebuild what depends on it.
   void mix_changed();
 
+  // The write lock on mu_, announced in writers_waiting_ while it is awaited (warm() steps aside
+  // between chunks for it).
+  std::unique_lock<std::shared_mutex> lock_for_write() const;
+
   const SchedulerOptions options_;
   mutable std::shared_mutex mu_;  // the model, the mix and the fragment cache
+  mutable std::atomic<int> writers_waiting_{0};
   model::Cluster cluster_;
   WorkloadLearner learner_;
   const WorkloadMix* mix_;  // learner_.mix() or options_.fixed_mix
