@@ -17,6 +17,7 @@
 #include "gapless/server/http_server.h"
 #include "gapless/server/log.h"
 #include "gapless/server/policy_watch.h"
+#include "gapless/server/score_warmer.h"
 #include "kube_source.h"
 
 using namespace gapless;
@@ -223,10 +224,13 @@ int main(int argc, char** argv) {
   k8s::Binder& binder = kube ? kube->binder() : static_cast<k8s::Binder&>(memory_binder);
   server::Extender extender(std::move(cluster), std::move(policy), binder, metrics);
   for (const k8s::ParsedPod& p : file_pods) extender.scheduler().observe(p.info, p.request);
+  // Prepares the cache for the shapes asked most, now and after every mix or policy change, so
+  // first pods are not the ones paying for every node (README "Readiness").
+  server::ScoreWarmer warmer(extender.scheduler(), [&extender] { return extender.ready(); });
   server::HttpOptions http_options;
   http_options.url_prefix = prefix;
   http_options.max_body_bytes = max_body;
-  http_options.ready = [&extender] { return extender.ready(); };
+  http_options.ready = [&extender, &warmer] { return extender.ready() && warmer.caught_up(); };
   http_options.read_timeout = std::chrono::seconds(read_timeout);
   http_options.write_timeout = std::chrono::seconds(write_timeout);
   http_options.workers = workers;
