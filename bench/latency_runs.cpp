@@ -19,6 +19,7 @@
 #include "gapless/placement/scheduler.h"
 #include "gapless/server/extender.h"
 #include "gapless/server/http_server.h"
+#include "gapless/server/score_warmer.h"
 #include "synthetic_cluster.h"
 
 namespace gapless::bench {
@@ -39,6 +40,14 @@ std::size_t best_of(const std::vector<int>& scores) {
     if (scores[i] > scores[best]) best = i;
   }
   return best;
+}
+
+// Waits, as kube-scheduler waits for /readyz, until the warmer has prepared the cache; returns
+// how long that took (ms).
+double wait_caught_up(const server::ScoreWarmer& warmer) {
+  const auto t0 = Clock::now();
+  while (!warmer.caught_up()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  return ms_since(t0);
 }
 
 // Pods to release, oldest first: the fill's, then the stream's in bind order.
@@ -94,6 +103,30 @@ placement::Policy with_quotas(placement::Policy p, bool quotas) {
 
 }  // namespace
 
+namespace {
+
+// The stream's shapes are those of the bound pods, so a mix change is rare in it (at 2^k pods
+// seen). What one costs, on its own row: pods of five multi-GPU shapes never seen, each of which
+// rebuilds the mix (the learner does at once for a new multi-GPU shape).
+void time_mix_changes(placement::Scheduler& sched, LatencyRun* run) {
+  for (int i = 0; i < 5; ++i) {
+    model::PodInfo info;
+    info.ns = "bench";
+    info.name = info.uid = "novel-" + std::to_string(i);
+    model::GpuRequest req;
+    req.kind = model::RequestKind::kWhole;
+    req.whole = 2 + i % 3;
+    req.host = {1000 + 1000 * i, 1024};
+    const std::uint64_t before = sched.mix_version();
+    const auto t0 = Clock::now();
+    sched.observe(info, req);
+    const double ms = ms_since(t0);
+    if (sched.mix_version() != before) run->ms["mix change"].push_back(ms);
+  }
+}
+
+}  // namespace
+
 LatencyRun run_engine(const std::vector<StreamPod>& pods, const LatencyOptions& options) {
   LatencyRun run;
   run.mode =
@@ -108,6 +141,10 @@ LatencyRun run_engine(const std::vector<StreamPod>& pods, const LatencyOptions& 
       with_quotas(options.policy ? *options.policy : placement::builtin_policy(), options.quotas),
       so);
   for (const auto& [info, req] : bound) sched.observe(info, req);  // as the informer does
+  // As gapless-extender runs: the warmer prepares the cache for the shapes asked most at start
+  // (readiness waits for it) and again after every mix change, beside the stream.
+  server::ScoreWarmer warmer(sched);
+  run.ms["warm-up"].push_back(wait_caught_up(warmer));
   std::vector<std::string> names;
   std::unique_ptr<Departures> departures;
   sched.read([&](const model::Cluster& c) {
@@ -150,6 +187,7 @@ LatencyRun run_engine(const std::vector<StreamPod>& pods, const LatencyOptions& 
   run.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   run.cache_hits = loaded->cache.hits();
   run.cache_misses = loaded->cache.misses();
+  time_mix_changes(sched, &run);
   return run;
 }
 
@@ -359,6 +397,8 @@ LatencyRun run_http(const std::vector<StreamPod>& pods, const LatencyOptions& op
                             options.policy ? *options.policy : placement::builtin_policy(), binder,
                             metrics);
   for (const auto& [info, req] : bound) extender.scheduler().observe(info, req);
+  server::ScoreWarmer warmer(extender.scheduler());  // as gapless-extender runs
+  run.ms["warm-up"].push_back(wait_caught_up(warmer));
   server::HttpOptions http;
   http.max_body_bytes = std::size_t{1} << 30;  // full-node bodies of 10,000 nodes are ~40 MB
   http.tls_cert_file = options.tls_cert;

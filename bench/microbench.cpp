@@ -80,7 +80,7 @@ void print_run(int nodes, const bench::LatencyRun& run, int clients) {
     extra = buf;
   }
   for (const char* verb :
-       {"filter", "prioritize", "filter+prioritize", "bind", "mix change", "/metrics"}) {
+       {"filter", "prioritize", "filter+prioritize", "bind", "mix change", "warm-up", "/metrics"}) {
     auto it = run.ms.find(verb);
     if (it == run.ms.end()) continue;
     const auto& v = it->second;

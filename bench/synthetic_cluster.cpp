@@ -4,7 +4,9 @@
 #include <random>
 #include <string>
 
+#include "gapless/k8s/pod_request.h"
 #include "gapless/placement/engine.h"
+#include "pod_stream.h"
 
 namespace gapless::bench {
 namespace {
@@ -58,25 +60,20 @@ model::Cluster synthetic_cluster(int nodes, double fill, std::uint32_t seed,
   std::mt19937 rng(seed);
   const placement::Policy policy = placement::builtin_policy();
   const auto target = static_cast<long>(fill * nodes * 8);
+  // The running pods are of the same workload as the pods that arrive (pod_stream's shapes,
+  // CPU and memory included), as in a cluster that has been running a while: the mix learned
+  // from them is the one the stream meets.
+  const std::vector<StreamPod> pods = pod_stream(static_cast<int>(target), seed + 1);
   long placed = 0;
   for (long pod = 0; placed < target && pod < target * 4; ++pod) {
-    model::GpuRequest req;
-    const int shape = static_cast<int>(rng() % 10);
-    if (shape < 6) {
-      req.kind = model::RequestKind::kWhole;
-      req.whole = shape < 3 ? 1 : shape < 5 ? 2 : 4;
-      req.topology =
-          req.whole >= 2 ? model::TopologyWish::kNvlinkPreferred : model::TopologyWish::kNone;
-    } else {
-      req.kind = model::RequestKind::kShared;
-      req.shared = {8192, 250, 1};
-    }
+    auto parsed = k8s::parse_pod(pods[static_cast<std::size_t>(pod) % pods.size()].pod);
+    if (!parsed) continue;
+    const model::GpuRequest& req = parsed->request;
     char node[32];
     std::snprintf(node, sizeof node, "node-%05d", static_cast<int>(rng() % nodes));
-    model::PodInfo info;
-    info.ns = "bench";
+    model::PodInfo info = parsed->info;
     info.name = "fill-" + std::to_string(pod);
-    info.uid = "uid-" + std::to_string(pod);
+    info.uid = "uid-fill-" + std::to_string(pod);
     auto a = placement::place(c, req, policy.profiles[0], info, node);
     if (!a || !c.commit(*a)) continue;
     placed += req.kind == model::RequestKind::kWhole ? req.whole : 1;

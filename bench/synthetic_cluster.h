@@ -14,7 +14,8 @@
 namespace gapless::bench {
 
 // `nodes` nodes named node-00000...; about `fill` of the whole-GPU capacity is then taken by
-// random 1/2/4-GPU and shared pods placed with the built-in policy. Same seed => same cluster.
+// pods of pod_stream's workload (whole GPUs, shares, MIG; 4 CPUs and 16 GiB each) placed with
+// the built-in policy on random nodes. Same seed => same cluster.
 // `bound`, when given, receives those pods: a live extender learns its workload mix from the
 // bound pods it finds at start-up (informer, --cluster file), and a benchmark should too.
 using BoundPod = std::pair<model::PodInfo, model::GpuRequest>;
