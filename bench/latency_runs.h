@@ -25,7 +25,7 @@ struct LatencyRun {
 struct LatencyOptions {
   int nodes = 1000;
   double fill = 0.5;
-  int clients = 2;         // http: concurrent clients, each with its own keep-alive connection
+  int clients = 1;         // http: concurrent clients, each with its own keep-alive connection
   bool full_node = false;  // http: Node objects in every request instead of NodeNames
   bool cache = true;       // reuse verdicts of unchanged nodes (VerdictCache)
   // engine: a policy with namespace quotas that cover the stream's namespace (every limit, a
