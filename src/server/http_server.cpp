@@ -390,10 +390,12 @@ void HttpServer::install_routes() {
   s.new_task_queue = [pool = pool_.get()] { return new PoolQueue(*pool); };
   // Connections wait for a request at the door (and over HTTPS, handshake there), not on a
   // worker.
-  static_cast<DoorServer&>(s).serve_through(
-      DoorLimits{options_.request_timeout, options_.max_connections,
-                 options_.max_connections_per_peer, options_.max_body_bytes},
-      s.new_task_queue);
+  DoorLimits limits{options_.request_timeout, options_.max_connections,
+                    options_.max_connections_per_peer, options_.max_body_bytes, nullptr};
+  if (Metrics* m = options_.metrics; m != nullptr) {
+    limits.count_cut = [m](const char* reason) { m->count_connection_cut(reason); };
+  }
+  static_cast<DoorServer&>(s).serve_through(std::move(limits), s.new_task_queue);
 
   const std::string prefix = options_.url_prefix;
   auto is_verb_path = [prefix](const std::string& path) {

@@ -60,6 +60,13 @@ Metrics::Metrics()
               .Help("Requests answered at once with an overload error (verbs: 200 with Error, "
                     "other routes: 503) because every worker was busy and the queue full.")
               .Register(*registry_)),
+      connections_cut_(
+          prometheus::BuildCounter()
+              .Name("gapless_http_connections_cut_total")
+              .Help("Connections the HTTP server refused or closed before a request was served: "
+                    "over --max-connections or --max-connections-per-peer, a request or TLS "
+                    "handshake not complete within --request-timeout, a failed TLS handshake.")
+              .Register(*registry_)),
       gpus_(prometheus::BuildGauge()
                 .Name("gapless_cluster_gpus")
                 .Help("GPUs in the model, by health.")
@@ -136,6 +143,10 @@ void Metrics::count_fence_lifted() {
 
 void Metrics::count_overload(const std::string& route) {
   overloads_.Add({{"route", route}}).Increment();
+}
+
+void Metrics::count_connection_cut(const std::string& reason) {
+  connections_cut_.Add({{"reason", reason}}).Increment();
 }
 
 void Metrics::update_cluster(const placement::ClusterSummary& s) {

@@ -238,6 +238,9 @@ class Door {
       std::size_t& mine = per_peer_[c->ip];
       if (stopping_ || total_ >= limits_.max_connections ||
           mine >= limits_.max_connections_per_peer) {
+        if (!stopping_) {
+          cut(total_ >= limits_.max_connections ? "max_connections" : "max_connections_per_peer");
+        }
         if (mine == 0) per_peer_.erase(c->ip);
         // Over HTTPS no answer can be sent before a handshake: the client sees the close.
         Transport refused(sock, nullptr);
@@ -298,6 +301,10 @@ class Door {
     }
     if (c) return release(*c);
     wake();
+  }
+
+  void cut(const char* reason) const {
+    if (limits_.count_cut) limits_.count_cut(reason);
   }
 
   void wake() {
@@ -363,13 +370,17 @@ class Door {
       const bool ready =
           (fds[i + 1].revents & (POLLIN | POLLOUT | POLLHUP | POLLERR)) != 0 || c->io->pending();
       if (ready && !progress(*c, now)) {
+        if (c->io->tls() && !c->io->handshaken()) cut("tls_handshake");
         release(*c);
       } else if (c->in_request && c->io->handshaken() &&
                  request_ready(c->unread(), limits_.max_body_bytes, room(*c) == 0)) {
         over_ -= c->over();
         dispatch(std::move(c));
       } else if (now >= c->deadline) {
-        if (c->in_request) c->io->send_now(kTimedOut);  // over TLS only once handshaken
+        if (c->in_request) {  // else an idle keep-alive connection, closed as usual
+          c->io->send_now(kTimedOut);  // over TLS only once handshaken
+          cut("request_timeout");
+        }
         release(*c);
       } else {
         watched[kept++] = std::move(c);

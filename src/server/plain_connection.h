@@ -38,6 +38,10 @@ struct DoorLimits {
   std::size_t max_connections = 1024;
   std::size_t max_connections_per_peer = 256;
   std::size_t max_body_bytes = 16 * 1024 * 1024;
+  // Called on the door's threads for each connection it refuses or cuts, with the reason:
+  // "max_connections", "max_connections_per_peer", "request_timeout" (a request, or a TLS
+  // handshake, not complete in time) or "tls_handshake" (failed). Null: not counted.
+  std::function<void(const char* reason)> count_cut;
 };
 
 class Door;

@@ -68,6 +68,7 @@ TEST_CASE("a request trickling in is cut off at --request-timeout with 408",
   REQUIRE(res);
   CHECK(res->status == 200);
   CHECK(answer.rfind("HTTP/1.1 408", 0) == 0);
+  CHECK(eventually([&] { return srv.connections_cut("request_timeout") == 1; }));
   CHECK(waited >= 900ms);
   CHECK(waited < 8s);  // the whole head would take 10 s, each byte within --read-timeout
 }
@@ -83,6 +84,7 @@ TEST_CASE("connections beyond --max-connections-per-peer are refused at once wit
   const std::string refused = extra.read_all();
   CHECK(refused.rfind("HTTP/1.1 503", 0) == 0);
   CHECK(refused.find("--max-connections-per-peer") != std::string::npos);
+  CHECK(srv.connections_cut("max_connections_per_peer") == 1);  // counted before the answer
   // One of the three closes: a new connection is served again (the door notices the close
   // within its poll round; retry for a while).
   held.pop_back();
@@ -103,6 +105,8 @@ TEST_CASE("connections beyond --max-connections are refused at once", "[server][
   RawConnection b(srv.port(), 30);
   RawConnection c(srv.port(), 30);
   CHECK(c.read_all().rfind("HTTP/1.1 503", 0) == 0);
+  CHECK(srv.connections_cut("max_connections") == 1);
+  CHECK(srv.connections_cut("max_connections_per_peer") == 0);
 }
 
 TEST_CASE("pipelined requests on one connection are answered in order through the door",

@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "eventually.h"
 #include "test_server.h"
 
 namespace gapless::test {
@@ -42,6 +43,14 @@ class LiveServer {
   int port() const { return port_; }
   server::HttpServer& http() { return http_; }
   server::Metrics& metrics() { return metrics_; }
+  // How many connections the door cut for `reason` (gapless_http_connections_cut_total), 0
+  // before the first.
+  double connections_cut(const std::string& reason) {
+    const std::string text = metrics_.serialize();
+    const std::string key = "gapless_http_connections_cut_total{reason=\"" + reason + "\"} ";
+    const auto at = text.find(key);
+    return at == std::string::npos ? 0 : std::stod(text.substr(at + key.size()));
+  }
   server::InMemoryBinder& binder() { return binder_; }
 
   // A plain-HTTP client with generous timeouts (sanitizer builds are slow).
@@ -77,17 +86,6 @@ class LiveServer {
   int port_ = 0;
   std::thread thread_;
 };
-
-// Polls `done` until it holds or `limit` passes.
-inline bool eventually(const std::function<bool()>& done,
-                       std::chrono::milliseconds limit = std::chrono::seconds(20)) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
 
 // Open file descriptors of this process (leak checks).
 inline int open_fds() {

@@ -162,11 +162,23 @@ TEST_CASE("HTTPS: a handshake not finished within --request-timeout is closed",
   REQUIRE(partial.send(hello.substr(0, hello.size() / 2)));
   CHECK(closed_by_server(silent));
   CHECK(closed_by_server(partial));
+  CHECK(eventually([&] { return srv.connections_cut("request_timeout") == 2; }));
   // A client that handshakes in time is served.
   auto c = https_client("127.0.0.1", srv.port(), pki->path("ca.crt"));
   auto res = c->Get("/healthz");
   REQUIRE(res);
   CHECK(res->status == 200);
+}
+
+TEST_CASE("HTTPS: a failed handshake closes the connection and is counted", "[server][tls][door]") {
+  const Pki* pki = pki_or_skip();
+  if (pki == nullptr) return;
+  LiveServer srv(tls_options(*pki, false));
+  RawConnection plain(srv.port(), kReadBound);  // plain HTTP to the HTTPS port
+  REQUIRE(plain.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  CHECK(closed_by_server(plain));
+  CHECK(eventually([&] { return srv.connections_cut("tls_handshake") == 1; }));
+  CHECK(srv.connections_cut("request_timeout") == 0);
 }
 
 TEST_CASE("HTTPS: --max-connections-per-peer and --max-connections hold",

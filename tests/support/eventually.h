@@ -8,9 +8,11 @@
 
 namespace gapless::test {
 
-// Polls `pred` until it holds or `timeout` passes; returns its last value.
+// Polls `pred` until it holds or `timeout` passes; returns its last value. The default bound is
+// generous: sanitizer builds on a loaded 2-core machine are slow, and a passing test never waits
+// it out.
 inline bool eventually(const std::function<bool()>& pred,
-                       std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+                       std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!pred()) {
     if (std::chrono::steady_clock::now() > deadline) return pred();

@@ -43,6 +43,8 @@ class Metrics {
   // A request the HTTP server answered without a worker because its queue was full; route:
   // the verb (filter, ...) or the path (/version, ...).
   void count_overload(const std::string& route);
+  // A connection the HTTP server's door refused or cut (DoorLimits::count_cut's reasons).
+  void count_connection_cut(const std::string& reason);
 
   // In one prioritize call: the best node's raw engine score minus the runner-up's (how clear
   // the choice was; 0: a tie).
@@ -70,6 +72,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& fences_lifted_;
   prometheus::Family<prometheus::Counter>& reservations_dropped_;
   prometheus::Family<prometheus::Counter>& overloads_;
+  prometheus::Family<prometheus::Counter>& connections_cut_;
   prometheus::Family<prometheus::Gauge>& gpus_;
   prometheus::Family<prometheus::Gauge>& gpus_in_use_;
   prometheus::Family<prometheus::Gauge>& vram_allocated_;
