@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <thread>
 
@@ -29,6 +30,15 @@ std::string class_key(const model::GpuRequest& r) {
                     std::to_string(r.host.cpu_milli) + "/" + std::to_string(r.host.memory_mib);
   for (const std::string& m : r.models) key += "/" + m;
   return key;
+}
+
+bool uses_draw(const placement::Profile& p) {
+  for (const auto* level : {&p.node, &p.gpu}) {
+    for (const placement::WeightedStrategy& ws : *level) {
+      if (ws.strategy->uses_draw()) return true;
+    }
+  }
+  return false;
 }
 
 // The engine path every replay takes for one pod, through placement::Scheduler (the object the
@@ -67,7 +77,8 @@ class Placer {
   std::size_t place(int pod, const std::string& uid, std::int64_t* granted) {
     const model::GpuRequest& req = w_.requests[pod];
     const std::size_t count = ptrs_.size();
-    const std::vector<double> scores = sched_.score(*loaded_, req, profile_, names_, draws_.next());
+    const std::uint64_t draw = draws_.next();
+    const std::vector<double> scores = sched_.score(*loaded_, req, profile_, names_, draw);
     std::size_t best = count;
     for (std::size_t n = 0; n < count; ++n) {
       const double s = scores[n];
@@ -78,7 +89,14 @@ class Placer {
       }
     }
     if (best == count) return count;
-    auto alloc = sched_.reserve(info(pod, uid), req, profile_, names_[best]);
+    // The GPUs are chosen under the same draw as the node (random's share goes to a drawn GPU);
+    // with the profile's draw of 0 every share on a node would take the same GPU first.
+    std::optional<placement::Profile> drawn;
+    if (redraw_) {
+      drawn = profile_;
+      drawn->context.draw = draw;
+    }
+    auto alloc = sched_.reserve(info(pod, uid), req, drawn ? *drawn : profile_, names_[best]);
     if (!alloc) return count;
     *granted = granted_milli(*alloc);
     changed(best);
@@ -120,6 +138,7 @@ class Placer {
   placement::Scheduler sched_;
   std::shared_ptr<const placement::LoadedPolicy> loaded_;
   const placement::Profile& profile_;
+  const bool redraw_ = uses_draw(profile_);  // a strategy reads the per-pod draw (random)
   std::vector<const model::Node*> ptrs_;
   std::vector<std::string> names_;
   Rng draws_;

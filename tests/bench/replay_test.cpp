@@ -139,3 +139,24 @@ TEST_CASE("a sweep gives the same curves with one thread or two", "[bench][repla
   }
   CHECK(one[0].unallocated(50).n == 2);
 }
+
+TEST_CASE("random draws the GPU of a share anew for every pod, as it draws the node",
+          "[bench][replay]") {
+  // One node with two GPUs; three 300-milli shares, then two whole GPUs. If a share always took
+  // the node's first GPU in a fixed order (the profile's draw of 0), the shares would share one
+  // GPU in every seed and one whole pod would fit beside them: 1,900 milli in use. Drawn per
+  // pod, the shares land on both GPUs in some seeds, and then no whole pod fits.
+  const std::vector<model::Node> nodes = {to_node({"n0", 64000, 1 << 20, 2, "T4"})};
+  const Workload w = pods_of({300, 300, 300, 1000, 1000});
+  Arrivals a;
+  a.order = {0, 1, 2, 3, 4};
+  a.node_priority = {0};
+  std::set<std::int64_t> used;
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    const RunResult r = replay(nodes, w, a, paper("random"), seed);
+    REQUIRE(r.events.size() == 5);
+    used.insert(r.events.back().used_milli);
+  }
+  CHECK(used.count(1900) == 1);  // all three on one GPU in some seeds
+  CHECK(used.count(900) == 1);   // spread over both in others
+}
