@@ -104,7 +104,7 @@ class FragmentCache {
   // Recomputes a slot's fragment and stranding from the node's state; returns the change in value.
   double refresh(const model::Node& node, Slot& slot) const;
   std::unordered_map<const model::Node*, Slot> slots_;
-  std::vector<std::pair<std::string, double>> reserve_;  // model (lower case) -> model_reserve
+  std::vector<std::pair<std::string, double>> reserve_;  // model::model_key -> model_reserve
   std::vector<TaskShape> scarce_;  // multi-GPU shapes only few nodes can take (hosts)
   double total_ = 0;
 };
