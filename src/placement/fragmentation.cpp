@@ -244,14 +244,6 @@ bool FragmentCache::breaks_scarce_host(const model::Node& node, const model::Gpu
   return false;
 }
 
-double FragmentCache::model_reserve(const model::Node& node, int gpu) const {
-  auto it = slots_.find(&node);
-  if (it == slots_.end() || gpu < 0 || gpu >= static_cast<int>(it->second.reserve.size())) {
-    return 0;
-  }
-  return it->second.reserve[gpu];
-}
-
 double FragmentCache::refresh(const model::Node& node, Slot& slot) const {
   const NodeState s(node);
   const double value = mix_fragment(node, s, *mix_, slot.access.data());
