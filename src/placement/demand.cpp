@@ -1,8 +1,9 @@
 #include "gapless/placement/demand.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
+
+#include "gapless/model/ascii.h"
 
 namespace gapless::placement {
 
@@ -10,18 +11,9 @@ using model::Gpu;
 using model::GpuRequest;
 using model::RequestKind;
 
-namespace {
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-}  // namespace
-
 bool model_in_list(const Gpu& gpu, const GpuRequest& req) {
   return std::any_of(req.models.begin(), req.models.end(),
-                     [&](const std::string& m) { return iequals(m, gpu.model); });
+                     [&](const std::string& m) { return model::ascii_iequals(m, gpu.model); });
 }
 
 bool can_serve(const Gpu& gpu, const GpuRequest& req) {

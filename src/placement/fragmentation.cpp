@@ -133,11 +133,6 @@ double node_fragment_after(const model::Node& node, const WorkloadMix& mix,
 
 namespace {
 
-std::string lowered(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // model -> demand share / capacity share, capped at 1, for the models the mix's pods name.
 std::vector<std::pair<std::string, double>> reserves_by_model(
     const WorkloadMix& mix, std::span<const model::Node* const> nodes) {
@@ -146,7 +141,7 @@ std::vector<std::pair<std::string, double>> reserves_by_model(
   double total = 0;
   for (const model::Node* n : nodes) {
     for (const model::Gpu& g : n->gpus) {
-      gpus[lowered(g.model)] += 1;
+      gpus[model::model_key(g.model)] += 1;
       total += 1;
     }
   }
@@ -209,7 +204,7 @@ void FragmentCache::describe(const model::Node& node, Slot& slot) const {
   slot.reserve.clear();
   if (reserve_.empty()) return;
   for (const model::Gpu& g : node.gpus) {
-    const std::string m = lowered(g.model);
+    const std::string m = model::model_key(g.model);
     float r = 0;
     for (const auto& [name, value] : reserve_) {
       if (name == m) r = static_cast<float>(value);
@@ -261,14 +256,6 @@ bool FragmentCache::breaks_scarce_host(const model::Node& node, const model::Gpu
     if (fits(now, scarce_[k], access) && !fits(after, scarce_[k], access)) return true;
   }
   return false;
-}
-
-double FragmentCache::model_reserve(const model::Node& node, int gpu) const {
-  auto it = slots_.find(&node);
-  if (it == slots_.end() || gpu < 0 || gpu >= static_cast<int>(it->second.reserve.size())) {
-    return 0;
-  }
-  return it->second.reserve[gpu];
 }
 
 double FragmentCache::refresh(const model::Node& node, Slot& slot) const {

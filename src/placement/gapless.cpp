@@ -22,7 +22,7 @@
 //
 // Two terms read the driver's FragmentCache, which knows the cluster's nodes:
 // - the model term: a pod that names no GPU model pays for the room it takes on GPUs of a model
-//   that model-restricted pods need (FragmentCache::model_reserve; weight kModelWeight, tuned on
+//   that model-restricted pods need (FragmentCache::model_reserves; weight kModelWeight, tuned on
 //   gpuspec20/25/33: 1.0 and 0.5 cost the unrestricted pods too much, 0.1 left gpuspec33 at 9.8);
 // - the keep-whole term: a placement that leaves a scarce host (a G3 node, say, the only one that
 //   takes an 8-GPU pod asking 120 cores) unable to take that shape costs kKeepWholeCost. Without
@@ -46,7 +46,7 @@ constexpr double kDeadBelow = 0.05;  // a gap fewer than this share of the share
 constexpr int kLiveGapWaste = 40;    // milli a live gap is expected to end with
 constexpr int kFreshGpuCost = 50;    // milli for opening a GPU nothing uses yet
 // Weight of the model term: a pod naming no model that takes m milli of a GPU whose model the
-// model-restricted pods need at reserve r (FragmentCache::model_reserve) costs kModelWeight*r*m.
+// model-restricted pods need at reserve r (FragmentCache::model_reserves) costs kModelWeight*r*m.
 constexpr double kModelWeight = 0.25;
 // Milli a placement costs for leaving a scarce host unable to take the big shape it can take now.
 constexpr double kKeepWholeCost = 1000;

@@ -5,14 +5,10 @@
 #include <cmath>
 #include <set>
 
+#include "gapless/model/gpu.h"
+
 namespace gapless::placement {
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 // Compute slices of a MIG profile: the N of "Ng.<memory>" in every family's names (a 3g.40gb
 // instance holds 3 of the GPU's 7 compute slices whatever its memory slices).
@@ -29,7 +25,7 @@ std::string gpu_model(const model::Node* node, int index) {
   if (node == nullptr || node->gpus.empty()) return "";
   // MIG pool grants (index -1) name no GPU: GFD nodes' GPUs are all of one model.
   if (index < 0 || index >= static_cast<int>(node->gpus.size())) index = 0;
-  return lower(node->gpus[static_cast<std::size_t>(index)].model);
+  return model::model_key(node->gpus[static_cast<std::size_t>(index)].model);
 }
 
 // Usage of the tenant a quota sees for `ns`: the namespace alone, or all of the quota's. With a
@@ -90,7 +86,7 @@ std::string check_all_models(const Quota& q, const QuotaView& view, const std::s
 std::string check_model(const Quota& q, const std::string& ns, const NamespaceUsage& used,
                         const std::string& gpu_model, const QuotaAmounts& ask) {
   for (const auto& [name, limits] : q.per_model) {
-    if (lower(name) != gpu_model) continue;
+    if (model::model_key(name) != gpu_model) continue;
     auto it = used.by_model.find(gpu_model);
     const QuotaAmounts held = it == used.by_model.end() ? QuotaAmounts{} : it->second;
     if (std::string why = check_limits(q, ns, limits, held, ask, " of model " + name);
@@ -262,7 +258,7 @@ std::string over_model_quota(const std::vector<Quota>& quotas, const QuotaView& 
                              const std::string& ns, const std::string& gpu_model,
                              const QuotaAmounts& ask) {
   if (ask.zero()) return "";
-  const std::string m = lower(gpu_model);
+  const std::string m = model::model_key(gpu_model);
   for (const Quota& q : quotas) {
     if (q.per_model.empty() || !quota_covers(q, view, ns)) continue;
     if (std::string why = check_model(q, ns, tenant_usage(q, view, ns), m, ask); !why.empty()) {
@@ -282,7 +278,7 @@ std::unordered_map<std::string, std::string> models_over_quota(const std::vector
     if (q.per_model.empty() || !quota_covers(q, view, ns)) continue;
     const NamespaceUsage used = tenant_usage(q, view, ns);
     for (const auto& [name, limits] : q.per_model) {
-      const std::string key = lower(name);
+      const std::string key = model::model_key(name);
       auto it = used.by_model.find(key);
       const QuotaAmounts held = it == used.by_model.end() ? QuotaAmounts{} : it->second;
       std::string why = check_limits(q, ns, limits, held, ask, " of model " + name);
@@ -290,10 +286,6 @@ std::unordered_map<std::string, std::string> models_over_quota(const std::vector
     }
   }
   return out;
-}
-
-std::string quota_model_key(std::string model) {
-  return lower(std::move(model));
 }
 
 std::string over_quota(const std::vector<Quota>& quotas, const QuotaView& view,
@@ -324,7 +316,7 @@ void add_rows(const Quota& q, const QuotaView& view, const std::string& who,
   }
   rows(all, used.all, "");
   for (const auto& [name, limits] : q.per_model) {
-    auto it = used.by_model.find(lower(name));
+    auto it = used.by_model.find(model::model_key(name));
     rows(limits, it == used.by_model.end() ? QuotaAmounts{} : it->second, name);
   }
 }

@@ -274,7 +274,7 @@ void Scheduler::apply_model_quotas(const std::vector<Quota>& quotas, const model
     static const std::vector<model::Gpu> kNoGpus;
     for (const model::Gpu& g : node != nullptr ? node->gpus : kNoGpus) {
       if (!can_serve(g, req)) continue;
-      auto it = over.find(quota_model_key(g.model));
+      auto it = over.find(model::model_key(g.model));
       if (it == over.end()) {
         some_model_ok = true;
         break;
@@ -406,7 +406,7 @@ std::string Scheduler::steer_from_models_over_quota(const std::vector<Quota>& qu
   const std::string* why = nullptr;
   for (const model::Gpu& g : node->gpus) {
     if (!can_serve(g, *fit)) continue;
-    if (auto it = over.find(quota_model_key(g.model)); it != over.end()) {
+    if (auto it = over.find(model::model_key(g.model)); it != over.end()) {
       if (why == nullptr) why = &it->second;
     } else if (std::find(allowed.begin(), allowed.end(), g.model) == allowed.end()) {
       allowed.push_back(g.model);

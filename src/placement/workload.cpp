@@ -3,7 +3,6 @@
 #include "gapless/model/gpu.h"
 
 #include <algorithm>
-#include <cctype>
 #include <tuple>
 
 namespace gapless::placement {
@@ -15,11 +14,6 @@ std::string joined(const std::vector<std::string>& models) {
   return out;
 }
 
-std::string lowered(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // WorkloadMix::model_demand from all the counts.
 std::vector<std::pair<std::string, double>> model_demand(const ShapeCounts& counts) {
   std::map<std::string, double> by_model;
@@ -29,7 +23,7 @@ std::vector<std::pair<std::string, double>> model_demand(const ShapeCounts& coun
     total += demand;
     if (shape.models.empty() || demand == 0) continue;
     std::vector<std::string> models;
-    for (const std::string& m : shape.models) models.push_back(lowered(m));
+    for (const std::string& m : shape.models) models.push_back(model::model_key(m));
     std::sort(models.begin(), models.end());
     models.erase(std::unique(models.begin(), models.end()), models.end());
     for (const std::string& m : models) by_model[m] += demand / models.size();

@@ -3,10 +3,11 @@
 #include "selector_reader.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
+
+#include "gapless/model/gpu.h"
 
 namespace gapless::policy::detail {
 namespace {
@@ -79,11 +80,8 @@ bool read_models(YamlReader& r, const Field& f, Quota* q) {
   if (models.empty()) return r.fail(f.mark(), f.path, "name at least one GPU model");
   std::set<std::string> seen;  // models match case-insensitively, so must differ so too
   for (const Field& m : models) {
-    std::string lower = m.key;
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     if (m.key.empty()) return r.fail(m.key_node.Mark(), m.path, "GPU model must not be empty");
-    if (!seen.insert(lower).second) {
+    if (!seen.insert(model::model_key(m.key)).second) {
       return r.fail(m.key_node.Mark(), m.path, "GPU model named twice (case does not matter)");
     }
     if (!read_limits(r, m, kModelLimits, &q->per_model[m.key], nullptr)) return false;

@@ -2,22 +2,15 @@
 
 #include <simdjson.h>
 
-#include <algorithm>
-#include <cctype>
 #include <memory>
 #include <optional>
+
+#include "gapless/model/ascii.h"
 
 namespace gapless::server::wire {
 namespace {
 
 namespace dom = simdjson::dom;
-
-std::string lower(std::string_view k) {
-  std::string out(k);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 // Thrown inside the reader for "not ours: let the usual parser answer".
 struct Decline {};
@@ -35,7 +28,7 @@ std::optional<dom::element> field(dom::object obj, std::string_view key) {
   std::optional<dom::element> found;
   bool seen = false;
   for (dom::key_value_pair kv : obj) {
-    if (lower(kv.key) != key) continue;
+    if (!model::ascii_iequals(kv.key, key)) continue;
     if (seen) throw Decline{};
     seen = true;
     if (kv.value.type() != dom::element_type::NULL_VALUE) found = kv.value;

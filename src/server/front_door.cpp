@@ -1,10 +1,10 @@
 #include "front_door.h"
 
-#include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cstdint>
 #include <memory>
+
+#include "gapless/model/ascii.h"
 
 namespace gapless::server::front_door {
 
@@ -38,9 +38,7 @@ std::string framing_problem(const httplib::Request& req) {
   if (encodings > 1)
     return "request has " + std::to_string(encodings) + " Transfer-Encoding headers";
   if (encodings == 1) {
-    std::string te = req.get_header_value("Transfer-Encoding");
-    std::transform(te.begin(), te.end(), te.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string te = model::ascii_lower(req.get_header_value("Transfer-Encoding"));
     if (te != "chunked") return "Transfer-Encoding \"" + te + "\" is not supported (only chunked)";
   }
   if (lengths == 1) {

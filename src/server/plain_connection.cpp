@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <csignal>
@@ -25,6 +24,7 @@
 #include <vector>
 
 #include "door_transport.h"
+#include "gapless/model/ascii.h"
 
 namespace gapless::server {
 
@@ -62,13 +62,6 @@ void address_of(int sock, bool peer, std::string& ip, int& port) {
   ip = text.data();
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 // The values of every header `name` in `head` (the request line's excluded), trimmed.
 std::vector<std::string_view> headers(std::string_view head, std::string_view name) {
   std::vector<std::string_view> out;
@@ -78,7 +71,7 @@ std::vector<std::string_view> headers(std::string_view head, std::string_view na
     const std::size_t end = std::min(head.find("\r\n", start), head.size());
     std::string_view line = head.substr(start, end - start);
     if (const std::size_t colon = line.find(':');
-        colon != std::string_view::npos && iequals(line.substr(0, colon), name)) {
+        colon != std::string_view::npos && model::ascii_iequals(line.substr(0, colon), name)) {
       std::string_view value = line.substr(colon + 1);
       while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
         value.remove_prefix(1);

@@ -1,13 +1,13 @@
 #include "wire.h"
 
 #include <algorithm>
-#include <cctype>
 #include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
 #include "gapless/k8s/json_fields.h"
+#include "gapless/model/ascii.h"
 
 namespace gapless::server::wire {
 
@@ -20,11 +20,7 @@ const json* field(const json& obj, std::string_view key) {
     found = &*it;
   } else {
     for (auto it2 = obj.begin(); it2 != obj.end(); ++it2) {
-      const std::string& k = it2.key();
-      if (k.size() == key.size() && std::equal(k.begin(), k.end(), key.begin(), [](char a, char b) {
-            return std::tolower(static_cast<unsigned char>(a)) ==
-                   std::tolower(static_cast<unsigned char>(b));
-          })) {
+      if (model::ascii_iequals(it2.key(), key)) {
         found = &it2.value();
         break;
       }
@@ -81,7 +77,7 @@ class KeyCheckingDomBuilder {
   bool key(json::string_t& k) {
     if (capturing_) return true;  // in an object inside NodeNames: refused anyway
     check_key(k);
-    if (capture_names_ && depth_ == 1 && !names_ && lower(k) == "nodenames") {
+    if (capture_names_ && depth_ == 1 && !names_ && model::ascii_iequals(k, "nodenames")) {
       pending_key_ = k;  // forwarded by flush() unless its value is an array
       return true;
     }
@@ -133,15 +129,9 @@ class KeyCheckingDomBuilder {
   bool names_ok() const { return names_ok_; }
 
  private:
-  static std::string lower(std::string k) {
-    std::transform(k.begin(), k.end(), k.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return k;
-  }
-
   void check_key(const std::string& k) {
     if (!duplicate_.empty() || open_keys_.empty()) return;
-    if (!open_keys_.back().insert(lower(k)).second) duplicate_ = k;
+    if (!open_keys_.back().insert(model::ascii_lower(k)).second) duplicate_ = k;
   }
 
   // Inside the captured NodeNames: a value other than a string. Returns whether capturing.

@@ -8,19 +8,15 @@
 #include <fstream>
 
 #include "agent_process.h"
-#include "eventually.h"
-#include "fake_api_server.h"
-#include "fake_kubelet.h"
 #include "fake_nvml.h"
 #include "gapless/agent/agent.h"
-#include "gapless/agent/device_plugin.h"
 #include "gapless/agent/mig_reaper.h"
-#include "gapless/k8s/allocation_record.h"
 #include "kubeconfig.h"
-#include "temp_dir.h"
+#include "plugin_rig.h"
 
 using namespace gapless;
 using gapless::test::eventually;
+using gapless::test::visible;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
@@ -35,29 +31,11 @@ const std::string kMig1g = "nvidia.com/mig-1g.10gb";
 json mig_pod(const std::string& name, const std::string& bound,
              const std::vector<std::pair<int, int>>& slices, const std::string& profile = "1g.10gb",
              bool record = true) {
-  json meta = {{"name", name},
-               {"namespace", "ml"},
-               {"uid", "uid-" + name},
-               {"creationTimestamp", "2026-11-23T10:00:00Z"}};
-  if (record) {
-    model::Allocation a;
-    a.pod_uid = "uid-" + name;
-    a.pod_ns = "ml";
-    a.pod_name = name;
-    a.node = "gpu-1";
-    for (auto [gpu, start] : slices) a.mig.push_back({gpu, profile, start});
-    meta["annotations"] = {
-        {std::string(k8s::kAllocationAnnotation), k8s::encode_allocation_record(a)}};
-  }
+  model::Allocation a = test::record_of(name);
+  for (auto [gpu, start] : slices) a.mig.push_back({gpu, profile, start});
   const json limits = {{"nvidia.com/mig-" + profile, std::to_string(slices.size())}};
-  return {{"metadata", meta},
-          {"spec",
-           {{"nodeName", "gpu-1"},
-            {"containers", {{{"name", "c0"}, {"resources", {{"limits", limits}}}}}}}},
-          {"status",
-           {{"phase", "Pending"},
-            {"conditions",
-             {{{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", bound}}}}}}};
+  json containers = {{{"name", "c0"}, {"resources", {{"limits", limits}}}}};
+  return test::bound_pod(name, bound, std::move(containers), record ? &a : nullptr);
 }
 
 // The fake's instances on GPU `gpu`: start -> MIG device UUID.
@@ -70,7 +48,7 @@ std::map<int, std::string> instances_on(int gpu) {
   return out;
 }
 
-struct MigRig {
+struct MigRig : test::PluginFakes {
   // `devices`: how many the kubelet sees once the plugin is up (8 on the DGX A100).
   explicit MigRig(const std::string& fixture = test::nvml_fixture("dgx-a100"),
                   std::size_t devices = 8)
@@ -92,18 +70,11 @@ struct MigRig {
     mig = std::make_unique<agent::MigInstances>(*nvml, dir.file("gapless/mig-instances.json"));
     REQUIRE(mig->supported());
     REQUIRE(mig->load().ok());
-    agent::DevicePluginOptions o;
-    o.plugin_dir = dir.path().string();
-    o.node_name = "gpu-1";
-    o.resource = kMig1g;
+    agent::DevicePluginOptions o = options(kMig1g);
     o.mig = mig.get();
-    o.recheck = 20ms;
     plugin = std::make_unique<agent::DevicePlugin>(o, client, nullptr);
     scan();
-    const int before = kubelet.registrations();
-    REQUIRE(plugin->start().ok());
-    REQUIRE(eventually([&] { return kubelet.registrations() > before; }));
-    REQUIRE(eventually([&] { return kubelet.devices(kMig1g).size() == devices; }));
+    PluginFakes::start(*plugin, kMig1g, devices);
   }
   // What the agent does every poll: scan, hide the instances it made, feed the plugin.
   void scan() {
@@ -119,19 +90,10 @@ struct MigRig {
   test::FakeKubelet::Admitted admit(int count = 1) { return kubelet.admit(kMig1g, count); }
 
   std::size_t devices;
-  test::TempDir dir;
-  test::FakeApiServer api;
-  k8s::ApiClient client{api.client_config()};
-  test::FakeKubelet kubelet{dir.path().string()};
   std::unique_ptr<agent::NvmlLibrary> nvml;
   std::unique_ptr<agent::MigInstances> mig;
   std::unique_ptr<agent::DevicePlugin> plugin;
 };
-
-std::string visible(const test::FakeKubelet::Admitted& a) {
-  auto it = a.env.find("NVIDIA_VISIBLE_DEVICES");
-  return it == a.env.end() ? "" : it->second;
-}
 
 }  // namespace
 

@@ -8,18 +8,14 @@
 #include <nlohmann/json.hpp>
 
 #include "agent_process.h"
-#include "eventually.h"
-#include "fake_api_server.h"
-#include "fake_kubelet.h"
 #include "fake_nvml.h"
 #include "gapless/agent/agent.h"
-#include "gapless/agent/device_plugin.h"
-#include "gapless/k8s/allocation_record.h"
 #include "kubeconfig.h"
-#include "temp_dir.h"
+#include "plugin_rig.h"
 
 using namespace gapless;
 using gapless::test::eventually;
+using gapless::test::visible;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
@@ -49,54 +45,30 @@ struct Grant {
 // `asks` of `resource`, with an allocation record naming `grants` unless that is empty.
 json pod(const std::string& name, const std::string& bound, std::vector<int> asks,
          const std::vector<Grant>& grants, const std::string& resource = "nvidia.com/gpu") {
-  json meta = {{"name", name},
-               {"namespace", "ml"},
-               {"uid", "uid-" + name},
-               {"creationTimestamp", "2026-11-23T10:00:00Z"}};
-  if (!grants.empty()) {
-    model::Allocation a;
-    a.pod_uid = "uid-" + name;
-    a.pod_ns = "ml";
-    a.pod_name = name;
-    a.node = "gpu-1";
-    for (const Grant& g : grants) {
-      a.gpus.push_back({g.gpu, kUuids[g.gpu], g.memory_mib, g.compute_milli, 0});
-    }
-    meta["annotations"] = {
-        {std::string(k8s::kAllocationAnnotation), k8s::encode_allocation_record(a)}};
+  model::Allocation a = test::record_of(name);
+  for (const Grant& g : grants) {
+    a.gpus.push_back({g.gpu, kUuids[g.gpu], g.memory_mib, g.compute_milli, 0});
   }
   json containers = json::array();
   for (std::size_t i = 0; i < asks.size(); ++i) {
     containers.push_back({{"name", "c" + std::to_string(i)},
                           {"resources", {{"limits", {{resource, std::to_string(asks[i])}}}}}});
   }
-  return {{"metadata", meta},
-          {"spec", {{"nodeName", "gpu-1"}, {"containers", containers}}},
-          {"status",
-           {{"phase", "Pending"},
-            {"conditions",
-             {{{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", bound}}}}}}};
+  return test::bound_pod(name, bound, std::move(containers), grants.empty() ? nullptr : &a);
 }
 
-struct Rig {
+struct Rig : test::PluginFakes {
   explicit Rig(int slots = 0) : slots(slots) { start(); }
 
   void start() {
-    agent::DevicePluginOptions o;
-    o.plugin_dir = dir.path().string();
-    o.node_name = "gpu-1";
-    o.resource = slots > 0 ? agent::kSharedGpuResource : agent::kWholeGpuResource;
+    agent::DevicePluginOptions o = options(resource());
     o.share_slots = slots;
-    o.recheck = 20ms;
     plugin = std::make_unique<agent::DevicePlugin>(o, client, [this](const std::string& l) {
       std::lock_guard lock(mu);
       log.push_back(l);
     });
     plugin->set_gpus(gpus);
-    const int before = kubelet.registrations();
-    REQUIRE(plugin->start().ok());
-    REQUIRE(eventually([&] { return kubelet.registrations() > before; }));
-    REQUIRE(eventually([&] { return kubelet.devices(resource()).size() == devices(); }));
+    PluginFakes::start(*plugin, resource(), devices());
   }
   std::string resource() const {
     return slots > 0 ? agent::kSharedGpuResource : agent::kWholeGpuResource;
@@ -105,20 +77,11 @@ struct Rig {
   test::FakeKubelet::Admitted admit(int count) { return kubelet.admit(resource(), count); }
 
   int slots;
-  test::TempDir dir;
-  test::FakeApiServer api;
-  k8s::ApiClient client{api.client_config()};
-  test::FakeKubelet kubelet{dir.path().string()};
   std::vector<agent::GpuState> gpus = four_gpus();
   std::mutex mu;
   std::vector<std::string> log;
   std::unique_ptr<agent::DevicePlugin> plugin;
 };
-
-std::string visible(const test::FakeKubelet::Admitted& a) {
-  auto it = a.env.find("NVIDIA_VISIBLE_DEVICES");
-  return it == a.env.end() ? "" : it->second;
-}
 
 }  // namespace
 

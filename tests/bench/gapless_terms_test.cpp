@@ -2,6 +2,7 @@
 // term, and what the learned mix records for them.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <vector>
 
 #include "bench_nodes.h"
@@ -83,9 +84,13 @@ TEST_CASE("model term: pods naming no model keep off the model restricted pods n
   const WorkloadMix mix = placement::typical_mix(counts);
   FragmentCache cache(mix);
   cache.rebuild(pointers(nodes));
-  CHECK(cache.model_reserve(nodes[0], 0) == Approx(0.75));
-  CHECK(cache.model_reserve(nodes[1], 0) == 0.0);  // nobody restricted to G2
-  CHECK(cache.model_reserves(nodes[1]).size() == 8);
+  const auto t4 = cache.model_reserves(nodes[0]);
+  REQUIRE(t4.size() == 2);
+  CHECK(t4[0] == Approx(0.75));
+  CHECK(t4[1] == Approx(0.75));
+  const auto g2 = cache.model_reserves(nodes[1]);
+  CHECK(g2.size() == 8);
+  CHECK(std::all_of(g2.begin(), g2.end(), [](float r) { return r == 0; }));  // nobody wants G2
   const auto ctx = with(mix, cache);
   const auto& s = gapless_strategy();
   // Unrestricted: the T4 costs 0.25 x 0.75 x 1000 milli more than the G2.
@@ -102,7 +107,7 @@ TEST_CASE("model term: pods naming no model keep off the model restricted pods n
   const WorkloadMix plain_mix = placement::typical_mix(plain);
   FragmentCache plain_cache(plain_mix);
   plain_cache.rebuild(pointers(nodes));
-  CHECK(plain_cache.model_reserve(nodes[0], 0) == 0.0);
+  CHECK(plain_cache.model_reserves(nodes[0]).empty());
 }
 
 TEST_CASE("keep-whole term: a scarce host of a big shape stays whole while others fit",

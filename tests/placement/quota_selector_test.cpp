@@ -6,14 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "gapless/placement/quota.h"
-#include "gapless/placement/scheduler.h"
-#include "test_nodes.h"
+#include "quota_fixture.h"
 
 namespace {
 
 using namespace gapless;
 using namespace gapless::testnodes;
+using namespace gapless::testquota;
 using placement::Quota;
 using placement::QuotaResource;
 using placement::Scheduler;
@@ -26,31 +25,6 @@ Quota team_quota(const std::string& team, std::int64_t whole_gpus, bool each = f
   q.each = each;
   q.limits[QuotaResource::kWholeGpus] = whole_gpus;
   return q;
-}
-
-placement::Policy with(std::vector<Quota> quotas) {
-  placement::Policy p = placement::builtin_policy();
-  p.quotas = std::move(quotas);
-  return p;
-}
-
-model::Cluster cluster_of(std::vector<model::Node> nodes) {
-  model::Cluster c;
-  for (auto& n : nodes) c.upsert_node(std::move(n));
-  return c;
-}
-
-model::PodInfo pod_in(const std::string& ns, const std::string& uid) {
-  model::PodInfo p = pod(uid);
-  p.ns = ns;
-  return p;
-}
-
-void hold(Scheduler& s, const std::string& ns, const std::string& uid, int gpus) {
-  const auto loaded = s.policy();
-  const auto r = s.reserve(pod_in(ns, uid), whole(gpus), loaded->policy.profiles[0], "n1");
-  INFO((r ? "" : r.error()));
-  REQUIRE(r);
 }
 
 // filter's unresolvable reason on n1 for a pod of `ns` asking `gpus` whole GPUs; "" if it passes.
@@ -66,9 +40,9 @@ std::string refusal(const Scheduler& s, const std::string& ns, int gpus) {
 TEST_CASE("a selector quota limits the union of the namespaces it matches", "[quota][selector]") {
   Scheduler s(cluster_of({h100_nvswitch("n1")}), with({team_quota("a", 4)}));
   s.set_namespaces({{"a1", {{"team", "a"}}}, {"a2", {{"team", "a"}}}, {"b1", {{"team", "b"}}}});
-  hold(s, "a1", "p1", 2);
-  hold(s, "a2", "p2", 2);
-  hold(s, "b1", "p3", 2);
+  hold(s, pod_in("a1", "p1"), whole(2), "n1");
+  hold(s, pod_in("a2", "p2"), whole(2), "n1");
+  hold(s, pod_in("b1", "p3"), whole(2), "n1");
   CHECK(refusal(s, "a1", 1) ==
         "gapless: namespace a1 over quota \"team-a\": 4 of 4 whole GPUs in use, pod asks 1");
   CHECK(refusal(s, "a2", 1) ==
@@ -98,7 +72,7 @@ TEST_CASE("a selector quota of scope each limits every matched namespace alone",
           "[quota][selector]") {
   Scheduler s(cluster_of({h100_nvswitch("n1")}), with({team_quota("a", 2, true)}));
   s.set_namespaces({{"a1", {{"team", "a"}}}, {"a2", {{"team", "a"}}}});
-  hold(s, "a1", "p1", 2);
+  hold(s, pod_in("a1", "p1"), whole(2), "n1");
   CHECK(refusal(s, "a1", 1) ==
         "gapless: namespace a1 over quota \"team-a\": 2 of 2 whole GPUs in use, pod asks 1");
   CHECK(refusal(s, "a2", 2).empty());
@@ -137,7 +111,7 @@ TEST_CASE("selectors with expressions; unknown namespaces carry their name label
 TEST_CASE("quota rows list the namespaces a selector matches now", "[quota][selector]") {
   Scheduler s(cluster_of({h100_nvswitch("n1")}), with({team_quota("a", 4)}));
   s.set_namespaces({{"a1", {{"team", "a"}}}, {"a2", {{"team", "a"}}}, {"b1", {{"team", "b"}}}});
-  hold(s, "a1", "p1", 3);
+  hold(s, pod_in("a1", "p1"), whole(3), "n1");
   auto rows = s.quota_rows();
   REQUIRE(rows.size() == 2);
   CHECK(rows[0].ns == "a1");

@@ -7,14 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "gapless/placement/quota.h"
-#include "gapless/placement/scheduler.h"
-#include "test_nodes.h"
+#include "quota_fixture.h"
 
 namespace {
 
 using namespace gapless;
 using namespace gapless::testnodes;
+using namespace gapless::testquota;
 using placement::FilterResult;
 using placement::Quota;
 using placement::QuotaResource;
@@ -27,36 +26,9 @@ Quota quota(const std::string& name, std::vector<std::string> namespaces) {
   return q;
 }
 
-placement::Policy with(std::vector<Quota> quotas) {
-  placement::Policy p = placement::builtin_policy();
-  p.quotas = std::move(quotas);
-  return p;
-}
-
-model::Cluster cluster_of(std::vector<model::Node> nodes) {
-  model::Cluster c;
-  for (auto& n : nodes) c.upsert_node(std::move(n));
-  return c;
-}
-
-model::PodInfo pod_in(const std::string& ns, const std::string& uid) {
-  model::PodInfo p = pod(uid);
-  p.ns = ns;
-  return p;
-}
-
 FilterResult filter(const Scheduler& s, const model::PodInfo& p, const model::GpuRequest& req,
                     const std::vector<std::string>& nodes) {
   return s.filter(*s.policy(), p, req, nodes);
-}
-
-// Reserves the pod on `node` under the default profile; the test fails if it does not fit.
-void hold(Scheduler& s, const model::PodInfo& p, const model::GpuRequest& req,
-          const std::string& node) {
-  const auto loaded = s.policy();
-  const auto r = s.reserve(p, req, loaded->policy.profiles[0], node);
-  INFO((r ? "" : r.error()));
-  REQUIRE(r);
 }
 
 std::size_t allocations(const Scheduler& s) {

@@ -39,6 +39,13 @@ bool closed_by_server(RawConnection& c) {
   return closed;
 }
 
+// `n` TCP connections to `port` that send nothing yet.
+std::vector<std::unique_ptr<RawConnection>> raw_connections(int port, int n) {
+  std::vector<std::unique_ptr<RawConnection>> out;
+  for (int i = 0; i < n; ++i) out.push_back(std::make_unique<RawConnection>(port, kReadBound));
+  return out;
+}
+
 // The first flight of a TLS client: a real ClientHello, made with memory BIOs.
 std::string client_hello() {
   std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
@@ -128,12 +135,8 @@ TEST_CASE("HTTPS: idle and trickling TLS connections do not stop a normal client
   o.max_queue = 2;
   o.max_connections_per_peer = 1024;  // all from 127.0.0.1, like the normal client
   LiveServer srv(o);
-  std::vector<std::unique_ptr<RawConnection>> idle;  // TCP connected, no ClientHello
-  for (int i = 0; i < 200; ++i)
-    idle.push_back(std::make_unique<RawConnection>(srv.port(), kReadBound));
-  std::vector<std::unique_ptr<RawConnection>> slow;  // a ClientHello a byte at a time
-  for (int i = 0; i < 50; ++i)
-    slow.push_back(std::make_unique<RawConnection>(srv.port(), kReadBound));
+  const auto idle = raw_connections(srv.port(), 200);  // TCP connected, no ClientHello
+  auto slow = raw_connections(srv.port(), 50);         // a ClientHello a byte at a time
   Trickle trickle(slow, client_hello());
 
   for (int i = 0; i < 3; ++i) {
@@ -143,7 +146,7 @@ TEST_CASE("HTTPS: idle and trickling TLS connections do not stop a normal client
     REQUIRE(res);
     CHECK(res->status == 200);
     CHECK(json::parse(res->body).at("NodeNames") == json::array({"h100-nvs-01"}));
-    auto health = c->Get("/healthz");
+    auto health = c->Get("/healthz");  // the same connection again
     REQUIRE(health);
     CHECK(health->status == 200);
   }
@@ -163,11 +166,7 @@ TEST_CASE("HTTPS: a handshake not finished within --request-timeout is closed",
   CHECK(closed_by_server(silent));
   CHECK(closed_by_server(partial));
   CHECK(eventually([&] { return srv.connections_cut("request_timeout") == 2; }));
-  // A client that handshakes in time is served.
-  auto c = https_client("127.0.0.1", srv.port(), pki->path("ca.crt"));
-  auto res = c->Get("/healthz");
-  REQUIRE(res);
-  CHECK(res->status == 200);
+  CHECK(https_ok(*pki, srv.port()));  // a client that handshakes in time is served
 }
 
 TEST_CASE("HTTPS: a failed handshake closes the connection and is counted", "[server][tls][door]") {
@@ -188,17 +187,13 @@ TEST_CASE("HTTPS: --max-connections-per-peer and --max-connections hold",
   server::HttpOptions o = tls_options(*pki, false);
   o.max_connections_per_peer = 3;
   LiveServer srv(o);
-  std::vector<std::unique_ptr<RawConnection>> held;
-  for (int i = 0; i < 3; ++i)
-    held.push_back(std::make_unique<RawConnection>(srv.port(), kReadBound));
+  auto held = raw_connections(srv.port(), 3);
   RawConnection extra(srv.port(), kReadBound);
   CHECK(closed_by_server(extra));  // closed at once: no answer is possible before a handshake
   held.pop_back();
   bool served = false;  // the door notices the close within its poll round; retry for a while
   for (int i = 0; i < 50 && !served; ++i) {
-    auto c = https_client("127.0.0.1", srv.port(), pki->path("ca.crt"));
-    auto res = c->Get("/healthz");
-    served = res && res->status == 200;
+    served = https_ok(*pki, srv.port());
     if (!served) std::this_thread::sleep_for(20ms);
   }
   CHECK(served);

@@ -152,4 +152,13 @@ inline std::unique_ptr<httplib::SSLClient> https_client(const std::string& host,
   return c;
 }
 
+// Whether GET `path` over a fresh HTTPS connection to 127.0.0.1:`port`, verified against the
+// PKI's CA, is answered 200. What came back instead is reported with the next assertion.
+inline bool https_ok(const Pki& pki, int port, const std::string& path = "/healthz") {
+  auto res = https_client("127.0.0.1", port, pki.path("ca.crt"))->Get(path);
+  UNSCOPED_INFO(path << ": "
+                     << (res ? std::to_string(res->status) : httplib::to_string(res.error())));
+  return res && res->status == 200;
+}
+
 }  // namespace gapless::test::tls

@@ -3,13 +3,21 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "gapless/model/ascii.h"
 #include "gapless/model/mig.h"
 
 namespace gapless::model {
 
 inline constexpr int kFullComputeMilli = 1000;
+
+// GPU models match case-insensitively (a pod's gapless.io/gpu-model, a quota's models, the
+// node's product label): the one spelling that maps and sets keyed by model use.
+inline std::string model_key(std::string_view model) {
+  return ascii_lower(model);
+}
 
 // What pods hold on one GPU right now. Derived from the cluster's allocations: Cluster keeps it
 // in step with every commit and release, so placement never has to walk the allocation list.

@@ -71,13 +71,12 @@ class FragmentCache {
   double stranding(const model::Node& node) const;
   double stranding_after(const model::Node& node, const model::GpuRequest& req,
                          std::span<const int> gpus) const;
-  // The model term: how much the pods that name GPU models need the model of GPU `gpu` of the
-  // node, 0..1: their learned share of all GPU demand (WorkloadMix::model_demand) over the
-  // model's share of the GPUs of the nodes given to rebuild, capped at 1. A pod that names no
-  // model and takes such a GPU takes room those pods can find nowhere else. 0 for a node the
-  // cache has not seen, and for every GPU when no pod named a model.
-  double model_reserve(const model::Node& node, int gpu) const;
-  // The same for every GPU of the node, in index order; empty when no pod named a model.
+  // The model term, per GPU of the node in index order: how much the pods that name GPU models
+  // need that GPU's model, 0..1: their learned share of all GPU demand
+  // (WorkloadMix::model_demand) over the model's share of the GPUs of the nodes given to
+  // rebuild, capped at 1. A pod that names no model and takes such a GPU takes room those pods
+  // can find nowhere else. Empty for a node the cache has not seen, and when no pod named a
+  // model.
   std::span<const float> model_reserves(const model::Node& node) const;
   // True when `req` taking `gpus` would leave the node unable to take a multi-GPU shape of the
   // mix (WorkloadMix::multi_gpu_shapes) that it can take now, and that only a scarce kind of
@@ -97,7 +96,7 @@ class FragmentCache {
     double value = 0;                   // F_n(M)
     double stranded = 0;                // node_stranding
     std::vector<std::uint64_t> access;  // per mix entry: GPUs whose model the shape admits
-    std::vector<float> reserve;         // per GPU: model_reserve; empty when all 0
+    std::vector<float> reserve;         // model_reserves; empty when all 0
     // scarce_ shapes this node can take when empty, with the GPUs whose model each admits
     std::vector<std::pair<std::size_t, std::uint64_t>> hosts;
   };
@@ -107,7 +106,7 @@ class FragmentCache {
   // Recomputes a slot's fragment and stranding from the node's state; returns the change in value.
   double refresh(const model::Node& node, Slot& slot) const;
   std::unordered_map<const model::Node*, Slot> slots_;
-  std::vector<std::pair<std::string, double>> reserve_;  // model (lower case) -> model_reserve
+  std::vector<std::pair<std::string, double>> reserve_;  // model::model_key -> model_reserves
   std::vector<TaskShape> scarce_;  // multi-GPU shapes only few nodes can take (hosts)
   double total_ = 0;
 };

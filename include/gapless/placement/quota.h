@@ -85,7 +85,7 @@ struct Quota {
   std::optional<double> whole_gpus_percent;
 };
 
-// What one namespace holds: over all models, and per GPU model (lower-cased).
+// What one namespace holds: over all models, and per GPU model (model::model_key).
 struct NamespaceUsage {
   QuotaAmounts all;
   std::map<std::string, QuotaAmounts> by_model;
@@ -144,14 +144,12 @@ std::string over_quota(const std::vector<Quota>& quotas, const QuotaView& view,
 std::string over_model_quota(const std::vector<Quota>& quotas, const QuotaView& view,
                              const std::string& ns, const std::string& gpu_model,
                              const QuotaAmounts& ask);
-// Every GPU model (lower-cased) on which `ask` would put `ns` over a per-model limit, with the
+// Every GPU model (model::model_key) on which `ask` would put `ns` over a per-model limit, with the
 // reason; computed once per filter call so the per-node check is a lookup. Usually empty.
 std::unordered_map<std::string, std::string> models_over_quota(const std::vector<Quota>& quotas,
                                                                const QuotaView& view,
                                                                const std::string& ns,
                                                                const QuotaAmounts& ask);
-// Lower-cased, as models_over_quota's keys and NamespaceUsage::by_model.
-std::string quota_model_key(std::string model);
 // Both checks for an allocation about to be committed.
 std::string over_quota(const std::vector<Quota>& quotas, const QuotaView& view,
                        const std::string& ns, const NamespaceUsage& adds);

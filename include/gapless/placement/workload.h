@@ -51,8 +51,8 @@ struct WorkloadMix {
   // Per-GPU milli of every share seen (one GPU, less than 1000), the rare ones too, as
   // (milli, fraction of shares), ascending milli. Empty when unknown.
   std::vector<std::pair<int, double>> share_sizes;
-  // Per GPU model (lower case): the fraction of all GPU demand seen (GPUs x milli, every shape,
-  // the rare ones too) that pods naming models ask, split evenly over the models each names.
+  // Per GPU model (model::model_key): the fraction of all GPU demand seen (GPUs x milli, every
+  // shape, the rare ones too) that pods naming models ask, split evenly over the models each names.
   // Pods that name no models are absent. The mix's entries drop rare shapes, and a model list
   // splits the restricted pods into many rare shapes; this keeps their total. Empty: none seen.
   std::vector<std::pair<std::string, double>> model_demand;
