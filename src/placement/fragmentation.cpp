@@ -1,7 +1,6 @@
 #include "gapless/placement/fragmentation.h"
 
 #include <algorithm>
-#include <cctype>
 #include <limits>
 #include <map>
 
