@@ -166,6 +166,11 @@ std::vector<std::pair<model::GpuRequest, const Profile*>> Scheduler::most_asked(
   return out;
 }
 
+VerdictCache* Scheduler::score_cache(const LoadedPolicy& loaded) const {
+  const bool current = loaded.cache_mix_version.load() == mix_version_.load();
+  return options_.use_cache && current ? &loaded.cache : nullptr;
+}
+
 std::unique_lock<std::shared_mutex> Scheduler::lock_for_write() const {
   writers_waiting_.fetch_add(1);
   std::unique_lock lock(mu_);
@@ -181,7 +186,7 @@ bool Scheduler::warm(const LoadedPolicy& loaded, const std::function<bool()>& st
   {
     std::shared_lock lock(mu_);
     version = mix_version_.load();
-    if (loaded.cache_mix_version.load() != version) return false;
+    if (score_cache(loaded) == nullptr) return false;  // a policy behind the mix
     shapes = most_asked(loaded, options_.warm_shapes);
     if (shapes.empty()) return true;
     for (const model::Node* n : cluster_.nodes()) names.push_back(n->name);
@@ -316,9 +321,7 @@ std::vector<double> Scheduler::score_locked(const LoadedPolicy& loaded,
                                             const model::GpuRequest& req, const Profile& profile,
                                             const std::vector<const model::Node*>& nodes,
                                             std::uint64_t draw) const {
-  VerdictCache* cache = options_.use_cache && loaded.cache_mix_version.load() == mix_version_.load()
-                            ? &loaded.cache
-                            : nullptr;
+  VerdictCache* cache = score_cache(loaded);
   if (!uses_draw(profile)) {
     return score_passed_nodes(nodes, req, profile, cluster_.slot_count(), cache);
   }
@@ -331,9 +334,7 @@ std::vector<double> Scheduler::score(const LoadedPolicy& loaded, const model::Gp
                                      const Profile& profile, const std::vector<std::string>& nodes,
                                      std::uint64_t draw) const {
   std::shared_lock lock(mu_);
-  VerdictCache* cache = options_.use_cache && loaded.cache_mix_version.load() == mix_version_.load()
-                            ? &loaded.cache
-                            : nullptr;
+  VerdictCache* cache = score_cache(loaded);
   if (!uses_draw(profile)) {
     return score_nodes(cluster_, req, profile, nodes, cache, options_.check_host);
   }

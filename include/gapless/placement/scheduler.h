@@ -221,6 +221,9 @@ class Scheduler {
   void follow_changes();
   // REQUIRES: read lock. The quota check's inputs; the GPU count is the live summary's.
   QuotaView quota_view() const;
+  // REQUIRES: read lock. The cache the Score stage may use for `loaded`: null when caching is off
+  // or `loaded`'s scores were computed under an older mix.
+  VerdictCache* score_cache(const LoadedPolicy& loaded) const;
   // REQUIRES: read lock. The Filter stage under these quotas.
   // `passed_nodes`, when given, receives the passed names' nodes (aligned with r.passed).
   FilterResult filter_locked(const std::vector<Quota>& quotas, const model::PodInfo& pod,
