@@ -214,27 +214,25 @@ void FragmentCache::describe(const model::Node& node, Slot& slot) const {
 
 void FragmentCache::rebuild(std::span<const model::Node* const> nodes) {
   slots_.clear();
-  total_ = 0;
-  reserve_ = reserves_by_model(*mix_, nodes);
-  scarce_ = scarce_shapes(*mix_, nodes);
-  for (const model::Node* n : nodes) {
-    Slot& slot = slots_[n];
-    describe(*n, slot);
-    total_ += refresh(*n, slot);
-  }
+  recompute(nodes);
 }
 
 void FragmentCache::remix() {
   std::vector<const model::Node*> nodes;
   nodes.reserve(slots_.size());
   for (const auto& [node, slot] : slots_) nodes.push_back(node);
+  recompute(nodes);
+}
+
+void FragmentCache::recompute(std::span<const model::Node* const> nodes) {
+  total_ = 0;
   reserve_ = reserves_by_model(*mix_, nodes);
   scarce_ = scarce_shapes(*mix_, nodes);
-  total_ = 0;
-  for (auto& [node, slot] : slots_) {
-    describe(*node, slot);
+  for (const model::Node* n : nodes) {
+    Slot& slot = slots_[n];  // reused by remix, new after rebuild's clear
+    describe(*n, slot);
     slot.value = 0;  // refresh() returns the change from it
-    total_ += refresh(*node, slot);
+    total_ += refresh(*n, slot);
   }
 }
 

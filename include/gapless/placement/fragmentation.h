@@ -100,6 +100,9 @@ class FragmentCache {
     // scarce_ shapes this node can take when empty, with the GPUs whose model each admits
     std::vector<std::pair<std::size_t, std::uint64_t>> hosts;
   };
+  // rebuild() and remix(): the mix-wide inputs from `nodes`, then each node's slot (created if
+  // missing) described and refreshed, total_ summed in `nodes` order.
+  void recompute(std::span<const model::Node* const> nodes);
   // Fills slot.access and slot.reserve, which depend on the node's GPUs, not on their use.
   void describe(const model::Node& node, Slot& slot) const;
   const WorkloadMix* mix_;
