@@ -1,12 +1,14 @@
-// ExtenderArgs (filter, prioritize, explain bodies) read with simdjson instead of nlohmann's
-// lexer and DOM (issue 12). A nodeCache body carries thousands of NodeNames, a full-node body
-// (nodeCacheCapable: false) a NodeList of whole Node objects, megabytes at 1,000 nodes:
-// nlohmann read either a character at a time into allocated values, and that was most of a
-// filter call. simdjson validates the whole body (structure, strings, numbers, UTF-8) at
-// gigabytes per second into its tape; from it this takes the names, each full-node item's JSON
-// (filter answers with the passing items: the same values, keys in their input order, without
-// whitespace), and the Pod's JSON, which the usual parser then reads (a pod is small; its
-// checks stay the ones every verb applies). Private to the server.
+// ExtenderArgs (filter, prioritize, explain bodies) read with simdjson's On Demand API instead
+// of nlohmann's lexer and DOM (issue 12). A nodeCache body carries thousands of NodeNames, a
+// full-node body (nodeCacheCapable: false) a NodeList of whole Node objects, megabytes at 1,000
+// nodes: nlohmann read either a character at a time into allocated values. The whole body is
+// still checked as JSON (structure, UTF-8, numbers, literals, string escapes), but only what is
+// used is unescaped or copied: a Node's annotations are JSON inside strings, and unescaping
+// them (simdjson's DOM did, into its tape) was most of a full-node call. From the body this
+// takes the names, each full-node item's text (filter answers with the passing items: the text
+// as sent without whitespace, so keys, numbers and escapes stay as written) and the Pod's
+// text, which the usual parser then reads (a pod is small; its checks stay the ones every verb
+// applies). Private to the server.
 #pragma once
 
 #include <cstddef>
@@ -23,7 +25,7 @@ struct ReadArgs {
   std::vector<std::string> names;  // NodeNames, or Nodes.items[].metadata.name; in order
   bool full_mode = false;          // the names came from Nodes
   // Full mode: Nodes.items[i] as compact JSON, written on demand (filter echoes only the
-  // passing few); it holds the parsed body until it is destroyed.
+  // passing few); it holds a copy of the body until it is destroyed.
   std::function<std::string(std::size_t)> item_json;
 };
 

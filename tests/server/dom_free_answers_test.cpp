@@ -145,4 +145,33 @@ TEST_CASE("full-node bodies the fast reader declines get the usual answers",
   CHECK(error(R"("Nodes":{}})") == "");
 }
 
+// The reader checks what it does not use without unescaping it (issue 12: a Node's annotations
+// are JSON inside strings). A body malformed only there must still be refused as before.
+TEST_CASE("full-node bodies malformed only where Gapless never reads are refused",
+          "[server][wire][full_node]") {
+  Fixture f;
+  const std::string pod = "{\"Pod\":" + gpu_pod("p", "uid-p", 8).dump() + ",";
+  auto filter = [&](const std::string& unread, const std::string& after = "") {
+    return json::parse(f.extender.filter(pod + R"("Nodes":{"items":[{"metadata":{"name":"n2"},)" +
+                                         R"("status":{"x":)" + unread + "}}]}}" + after));
+  };
+  for (const char* good : {R"("a\/b\\c\u00E9\n\t\"")", R"("")", R"("\\")",
+                           R"("\ud83d\ude00\u20AC")", R"([1.5e3,-0,true,false,null,{}])"}) {
+    INFO(good);
+    const json a = filter(good);
+    CHECK(a.at("Error") == "");
+    CHECK(a.at("Nodes").at("items").size() == 1);
+  }
+  for (const char* bad : {R"("\q")", R"("\u12g4")", R"("\u12")", R"("\ud800")", R"("\udc00")",
+                          R"("\ud800\u0041")", R"("\ud800x")", R"("a\x")", "\"\x01\"", "tru", "nul",
+                          "01", "1.", "-", "\"\xff\"", "[1,]", "{\"a\":1,}"}) {
+    INFO(bad);
+    const std::string error = filter(bad).at("Error").get<std::string>();
+    CHECK(error.find("parse") != std::string::npos);
+  }
+  CHECK(filter("1", " x").at("Error").get<std::string>().find("parse") != std::string::npos);
+  CHECK(filter("1", " {}").at("Error").get<std::string>().find("parse") != std::string::npos);
+  CHECK(filter("1", "  \n").at("Error") == "");
+}
+
 }  // namespace gapless::test
