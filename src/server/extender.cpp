@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <unordered_set>
 
@@ -82,9 +83,11 @@ Result<ExtenderArgs> parse_args(std::string_view body) {
   auto names = wire::node_names(*args, &full);
   if (!names) return Error{names.error()};
   ExtenderArgs out{std::move(*parsed), std::move(*names), full, {}};
-  const json* nodes = full ? wire::field(args->object, "Nodes") : nullptr;
-  if (const json* items = nodes != nullptr ? wire::field(*nodes, "items") : nullptr) {
-    out.item_json = [items = *items](std::size_t i) { return wire::dump(items.at(i)); };
+  json* nodes = full ? wire::field(args->object, "Nodes") : nullptr;
+  if (json* items = nodes != nullptr ? wire::field(*nodes, "items") : nullptr) {
+    // Moved, not copied: the items are most of a full-node body.
+    auto held = std::make_shared<json>(std::move(*items));
+    out.item_json = [held](std::size_t i) { return wire::dump(held->at(i)); };
   }
   return out;
 }

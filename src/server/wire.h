@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gapless/model/result.h"
@@ -16,6 +17,9 @@ namespace gapless::server::wire {
 // Go's encoding/json matches keys case-insensitively (exact match preferred). Returns nullptr
 // when the key is absent or null.
 const nlohmann::json* field(const nlohmann::json& obj, std::string_view key);
+inline nlohmann::json* field(nlohmann::json& obj, std::string_view key) {
+  return const_cast<nlohmann::json*>(field(std::as_const(obj), key));
+}
 
 // Parses a request body into a JSON object, or a message saying what is wrong with it.
 Result<nlohmann::json> parse_object(std::string_view body);
