@@ -95,6 +95,9 @@ void check(od::value v, int depth) {
       return;
     case od::json_type::string:
       if (!escapes_valid(v.raw_json_token())) throw Decline{};
+      // Consumed, so the next step checks the comma or bracket after it (a value left
+      // unconsumed is skipped by bracket counting alone).
+      take(v.get_raw_json_string());
       return;
     case od::json_type::number:
       take(v.get_number());

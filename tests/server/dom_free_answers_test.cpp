@@ -162,9 +162,29 @@ TEST_CASE("full-node bodies malformed only where Gapless never reads are refused
     CHECK(a.at("Error") == "");
     CHECK(a.at("Nodes").at("items").size() == 1);
   }
-  for (const char* bad : {R"("\q")", R"("\u12g4")", R"("\u12")", R"("\ud800")", R"("\udc00")",
-                          R"("\ud800\u0041")", R"("\ud800x")", R"("a\x")", "\"\x01\"", "tru", "nul",
-                          "01", "1.", "-", "\"\xff\"", "[1,]", "{\"a\":1,}"}) {
+  for (const char* bad : {R"("\q")",
+                          R"("\u12g4")",
+                          R"("\u12")",
+                          R"("\ud800")",
+                          R"("\udc00")",
+                          R"("\ud800\u0041")",
+                          R"("\ud800x")",
+                          R"("a\x")",
+                          "\"\x01\"",
+                          "tru",
+                          "nul",
+                          "01",
+                          "1.",
+                          "-",
+                          "\"\xff\"",
+                          "[1,]",
+                          "{\"a\":1,}",
+                          R"({"a":"b":"c"})",
+                          R"({"a":"b" "c":1})",
+                          R"(["a" "b"])",
+                          R"({"a":1:2})",
+                          R"({"a":true "b":1})",
+                          R"([null null])"}) {
     INFO(bad);
     const std::string error = filter(bad).at("Error").get<std::string>();
     CHECK(error.find("parse") != std::string::npos);
