@@ -9,12 +9,14 @@
 //   gapless-microbench --nodes 1000 --modes http --attack 200,50   # issue 17: under attack
 //   ... --tls-cert c.pem --tls-key k.pem                           # the same over HTTPS
 //   gapless-microbench --parse 100000,200000                       # issue 17: parse time
+//   gapless-microbench --nodes 1000 --modes verb-full --full-pods 200  # full-node, no HTTP
 //   gapless-microbench --nodes 10000 --modes metrics    # one GET /metrics's work, per scrape
 //   gapless-microbench --nodes 5000 --modes rebuild     # restart: lists -> model (10 pods/node)
 //   gapless-microbench --nodes 10000 --modes engine --quotas  # what namespace quotas cost
 //
 // Modes: engine (in-process, no JSON, with and without the verdict cache), http (nodeCache:
-// NodeNames), http-full (full-node: Node objects in every request), metrics
+// NodeNames), http-full (full-node: Node objects in every request), verb-full (the server's side
+// of a full-node filter, Extender::filter without HTTP, --full-pods calls), metrics
 // (Extender::metrics_text, what GET /metrics serves, under a mix learned from the stream). Prints
 // one markdown table.
 #include <malloc.h>
@@ -136,6 +138,41 @@ bench::LatencyRun run_scrapes(int nodes, double fill, int scrapes) {
   return run;
 }
 
+// Issue 12: the server's side of a full-node filter without HTTP: Extender::filter on the
+// NodeList body http-full sends (read, filter, answer with the passing items), so its cost shows
+// apart from the loopback copies and the client. The stream runs twice, timed the second time,
+// so the learned mix and the verdicts are warm as in a running cluster; nothing is bound.
+bench::LatencyRun run_verb_full(int nodes, double fill, int pods, const placement::Policy& policy) {
+  server::Metrics metrics;
+  server::InMemoryBinder binder;
+  model::Cluster cluster = bench::synthetic_cluster(nodes, fill, 42);
+  std::string items;
+  for (const model::Node* n : cluster.nodes()) {
+    items += (items.empty() ? "" : ",") + bench::node_object(*n).dump();
+  }
+  server::Extender ext(std::move(cluster), policy, binder, metrics);
+  const auto stream = bench::pod_stream(pods, 7);
+  std::vector<std::string> bodies;
+  for (const bench::StreamPod& p : stream) {
+    bodies.push_back("{\"Pod\":" + p.pod.dump() + ",\"Nodes\":{\"items\":[" + items + "]}}");
+  }
+  bench::LatencyRun run;
+  run.mode = "full-node filter, no HTTP";
+  for (const std::string& body : bodies) ext.filter(body);
+  const auto start = std::chrono::steady_clock::now();
+  for (const std::string& body : bodies) {
+    const auto t = std::chrono::steady_clock::now();
+    const std::string answer = ext.filter(body);
+    const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t;
+    run.ms["filter"].push_back(ms.count());
+    run.bound += answer.find("\"Error\":\"\"") != std::string::npos ? 1 : 0;
+  }
+  const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;
+  run.wall_s = wall.count();
+  run.pods = pods;
+  return run;
+}
+
 // One line, outside the latency table's columns: a rebuild is one event, not a stream of calls.
 void print_rebuild(const bench::RebuildRun& r) {
   const double ms = (r.parse_s + r.apply_s) * 1e3;
@@ -162,7 +199,8 @@ int main(int argc, char** argv) {
   double fill = 0.5;
   bool baseline = true;
   app.add_option("--nodes", sizes, "cluster sizes (8 GPUs per node)")->delimiter(',');
-  app.add_option("--modes", modes, "engine, http, http-full, metrics, rebuild")->delimiter(',');
+  app.add_option("--modes", modes, "engine, http, http-full, verb-full, metrics, rebuild")
+      ->delimiter(',');
   app.add_option("--pods", pods, "pods in the stream (engine, http)");
   app.add_option("--full-pods", full_pods, "pods in the stream for http-full (slow: MBs per call)");
   app.add_option("--clients", clients,
@@ -247,6 +285,8 @@ int main(int argc, char** argv) {
           } else {
             print_run(n, run_scrapes(n, fill, 20), 1);
           }
+        } else if (mode == "verb-full") {
+          print_run(n, run_verb_full(n, fill, full_pods, policies[pi].second), 1);
         } else if (mode == "http" || mode == "http-full") {
           o.full_node = mode == "http-full";
           print_run(n, bench::run_http(bench::pod_stream(o.full_node ? full_pods : pods, 7), o),
