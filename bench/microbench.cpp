@@ -10,13 +10,14 @@
 //   ... --tls-cert c.pem --tls-key k.pem                           # the same over HTTPS
 //   gapless-microbench --parse 100000,200000                       # issue 17: parse time
 //   gapless-microbench --nodes 1000 --modes verb-full --full-pods 200  # full-node, no HTTP
+//   gapless-microbench --nodes 10000 --modes verb      # nodeCache filter, no HTTP
 //   gapless-microbench --nodes 10000 --modes metrics    # one GET /metrics's work, per scrape
 //   gapless-microbench --nodes 5000 --modes rebuild     # restart: lists -> model (10 pods/node)
 //   gapless-microbench --nodes 10000 --modes engine --quotas  # what namespace quotas cost
 //
 // Modes: engine (in-process, no JSON, with and without the verdict cache), http (nodeCache:
-// NodeNames), http-full (full-node: Node objects in every request), verb-full (the server's side
-// of a full-node filter, Extender::filter without HTTP, --full-pods calls), metrics
+// NodeNames), http-full (full-node: Node objects in every request), verb and verb-full (the
+// server's side of their filter calls: Extender::filter without HTTP), metrics
 // (Extender::metrics_text, what GET /metrics serves, under a mix learned from the stream). Prints
 // one markdown table.
 #include <malloc.h>
@@ -138,26 +139,28 @@ bench::LatencyRun run_scrapes(int nodes, double fill, int scrapes) {
   return run;
 }
 
-// Issue 12: the server's side of a full-node filter without HTTP: Extender::filter on the
-// NodeList body http-full sends (read, filter, answer with the passing items), so its cost shows
-// apart from the loopback copies and the client. The stream runs twice, timed the second time,
-// so the learned mix and the verdicts are warm as in a running cluster; nothing is bound.
-bench::LatencyRun run_verb_full(int nodes, double fill, int pods, const placement::Policy& policy) {
+// Issue 12: the server's side of a filter without HTTP: Extender::filter on the body http (or,
+// `full`, http-full) sends: read, filter, answer. Its cost shows apart from the loopback copies
+// and the client. The stream runs twice, timed the second time, so the learned mix and the
+// verdicts are warm as in a running cluster; nothing is bound.
+bench::LatencyRun run_verb(int nodes, double fill, int pods, const placement::Policy& policy,
+                           bool full) {
   server::Metrics metrics;
   server::InMemoryBinder binder;
   model::Cluster cluster = bench::synthetic_cluster(nodes, fill, 42);
-  std::string items;
+  std::string list;
   for (const model::Node* n : cluster.nodes()) {
-    items += (items.empty() ? "" : ",") + bench::node_object(*n).dump();
+    list += list.empty() ? "" : ",";
+    list += full ? bench::node_object(*n).dump() : nlohmann::json(n->name).dump();
   }
+  list = full ? "\"Nodes\":{\"items\":[" + list + "]}" : "\"NodeNames\":[" + list + "]";
   server::Extender ext(std::move(cluster), policy, binder, metrics);
-  const auto stream = bench::pod_stream(pods, 7);
   std::vector<std::string> bodies;
-  for (const bench::StreamPod& p : stream) {
-    bodies.push_back("{\"Pod\":" + p.pod.dump() + ",\"Nodes\":{\"items\":[" + items + "]}}");
+  for (const bench::StreamPod& p : bench::pod_stream(pods, 7)) {
+    bodies.push_back("{\"Pod\":" + p.pod.dump() + "," + list + "}");
   }
   bench::LatencyRun run;
-  run.mode = "full-node filter, no HTTP";
+  run.mode = full ? "full-node filter, no HTTP" : "nodeCache filter, no HTTP";
   for (const std::string& body : bodies) ext.filter(body);
   const auto start = std::chrono::steady_clock::now();
   for (const std::string& body : bodies) {
@@ -199,7 +202,7 @@ int main(int argc, char** argv) {
   double fill = 0.5;
   bool baseline = true;
   app.add_option("--nodes", sizes, "cluster sizes (8 GPUs per node)")->delimiter(',');
-  app.add_option("--modes", modes, "engine, http, http-full, verb-full, metrics, rebuild")
+  app.add_option("--modes", modes, "engine, http, http-full, verb, verb-full, metrics, rebuild")
       ->delimiter(',');
   app.add_option("--pods", pods, "pods in the stream (engine, http)");
   app.add_option("--full-pods", full_pods, "pods in the stream for http-full (slow: MBs per call)");
@@ -285,8 +288,9 @@ int main(int argc, char** argv) {
           } else {
             print_run(n, run_scrapes(n, fill, 20), 1);
           }
-        } else if (mode == "verb-full") {
-          print_run(n, run_verb_full(n, fill, full_pods, policies[pi].second), 1);
+        } else if (mode == "verb" || mode == "verb-full") {
+          const bool full = mode == "verb-full";
+          print_run(n, run_verb(n, fill, full ? full_pods : pods, policies[pi].second, full), 1);
         } else if (mode == "http" || mode == "http-full") {
           o.full_node = mode == "http-full";
           print_run(n, bench::run_http(bench::pod_stream(o.full_node ? full_pods : pods, 7), o),
