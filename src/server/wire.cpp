@@ -268,11 +268,11 @@ void append_string(std::string& out, std::string_view s) {
 
 using Rejections = std::vector<const placement::FilterResult::Rejection*>;
 
-// {"node":"reason",...} sorted by node, as nlohmann orders an object's keys.
-void append_rejections(std::string& out, Rejections rejections,
+// {"node":"reason",...} in the order filter rejected them (the request's order; names come
+// once). Not sorted as nlohmann orders keys: a JSON object's order means nothing to Go's decoder,
+// and sorting 10,000 names was 12 % of a nodeCache filter at 10,000 nodes.
+void append_rejections(std::string& out, const Rejections& rejections,
                        const std::vector<std::string>& reason_json) {
-  std::sort(rejections.begin(), rejections.end(),
-            [](const auto* a, const auto* b) { return a->node < b->node; });
   out += '{';
   for (std::size_t i = 0; i < rejections.size(); ++i) {
     if (i > 0) out += ',';
@@ -294,9 +294,9 @@ std::string filter_answer_head(const placement::FilterResult& r) {
     (r.reasons[rejection.reason].unresolvable ? unresolvable : failed).push_back(&rejection);
   }
   std::string out = "{\"Error\":\"\",\"FailedAndUnresolvableNodes\":";
-  append_rejections(out, std::move(unresolvable), reason_json);
+  append_rejections(out, unresolvable, reason_json);
   out += ",\"FailedNodes\":";
-  append_rejections(out, std::move(failed), reason_json);
+  append_rejections(out, failed, reason_json);
   return out;
 }
 

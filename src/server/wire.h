@@ -48,7 +48,8 @@ std::string dump(const nlohmann::json& j);
 
 // The answers of filter (nodeCache mode) and prioritize, written without building a DOM (issue
 // 12: at 5,000 nodes the FailedNodes object and its dump cost more than the placement itself).
-// Byte for byte what dump() writes for the same values, keys in nlohmann's sorted order.
+// Byte for byte what dump() writes for the same values, keys in the order written (the rejected
+// nodes in the order filter rejected them).
 //
 // ExtenderFilterResult with NodeNames = r.passed, Nodes = null, Error = "".
 std::string filter_names_answer(const placement::FilterResult& r);

@@ -29,8 +29,9 @@ std::string body(const json& pod) {
   return "{\"Pod\":" + pod.dump() + ",\"NodeNames\":" + kNames + "}";
 }
 
+// The answer as nlohmann writes the same values in the same key order.
 std::string dom_dump(const std::string& answer) {
-  return json::parse(answer).dump(-1, ' ', false, json::error_handler_t::replace);
+  return nlohmann::ordered_json::parse(answer).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -47,6 +48,14 @@ TEST_CASE("filter's nodeCache answer is what dump() writes", "[server][wire]") {
   CHECK(r.at("FailedAndUnresolvableNodes").contains("ctl\x01x"));
   CHECK(r.at("Nodes").is_null());
   CHECK(r.at("Error") == "");
+  // The rejected nodes in the request's order (n1, too small, is in the same map).
+  std::vector<std::string> order;
+  const auto ordered = nlohmann::ordered_json::parse(answer);
+  for (const auto& [name, why] : ordered.at("FailedAndUnresolvableNodes").items()) {
+    order.push_back(name);
+  }
+  CHECK(order == std::vector<std::string>{"zz\"quote", "a\\back", "tab\there", "ctl\x01x",
+                                          "caf\xc3\xa9", "n1", "del\x7f"});
 }
 
 TEST_CASE("prioritize's answer is what dump() writes, in input order", "[server][wire]") {
