@@ -105,7 +105,7 @@ class Placer {
   }
 
   // The pod fits no node and waits (its profile may reserve a node to drain for it), or no
-  // longer does (it gave up).
+  // longer does (it gave up). Cheap for pods too small to reserve.
   void wait(int pod, const std::string& uid, double t) {
     sched_.wait(info(pod, uid), w_.requests[pod], profile_, t);
   }
@@ -373,6 +373,9 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
       }
       if (fits && start_pod(k, t)) continue;
       blocked[cls] = pass;  // placements only take room: the rest of the class cannot fit either
+      // Still waiting after a departure, as kube-scheduler finds it when a pod deletion
+      // requeues it: from the second time it may hold a drain target.
+      placer.wait(pod, "pod-" + std::to_string(k), t);
       waiting[keep++] = k;
     }
     waiting.resize(keep);

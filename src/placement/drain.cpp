@@ -80,21 +80,20 @@ std::deque<DrainQueue::Entry>::iterator DrainQueue::find(const std::string& uid)
   return std::find_if(pods_.begin(), pods_.end(), [&](const Entry& e) { return e.uid == uid; });
 }
 
-bool DrainQueue::wait(const model::PodInfo& pod, const model::GpuRequest& req, int min_gpus,
-                      double now_s) {
-  if (pod.uid.empty() || min_gpus <= 0 || req.kind != model::RequestKind::kWhole ||
-      req.whole < min_gpus) {
-    return false;
+DrainQueue::Waited DrainQueue::wait(const model::PodInfo& pod, const model::GpuRequest& req,
+                                    int min_gpus, double now_s) {
+  if (pod.uid.empty() || req.kind != model::RequestKind::kWhole || req.whole < min_gpus) {
+    return Waited::kNo;
   }
   if (auto it = find(pod.uid); it != pods_.end()) {
     it->seen_s = now_s;  // keeps its place: the oldest waiter holds the target
-    return true;
+    return ++it->times == 2 ? Waited::kConfirmed : Waited::kRecorded;
   }
   const std::size_t bytes = entry_bytes(pod.uid, req);
-  if (pods_.size() >= kMaxPods || bytes_ + bytes > kMaxBytes) return false;
+  if (pods_.size() >= kMaxPods || bytes_ + bytes > kMaxBytes) return Waited::kNo;
   pods_.push_back({pod.uid, pod.priority, req, now_s, bytes});
   bytes_ += bytes;
-  return true;
+  return Waited::kRecorded;
 }
 
 bool DrainQueue::contains(const std::string& uid) const {
@@ -132,8 +131,10 @@ std::size_t DrainQueue::expire(double cutoff_s) {
 
 void DrainQueue::pick(const std::vector<const model::Node*>& nodes, bool check_host) {
   held_.reset();
-  const std::size_t tries = std::min(pods_.size(), kPickTries);
-  for (std::size_t i = 0; i < tries; ++i) {
+  std::size_t tries = 0;
+  for (std::size_t i = 0; i < pods_.size() && tries < kPickTries; ++i) {
+    if (!confirmed(i)) continue;
+    ++tries;
     if (const model::Node* n = pick_drain_target(nodes, pods_[i].req, check_host)) {
       held_ = DrainReservation{pods_[i].uid, pods_[i].priority, n->name};
       held_distance_ = *drain_distance(*n, pods_[i].req, check_host);
@@ -144,9 +145,13 @@ void DrainQueue::pick(const std::vector<const model::Node*>& nodes, bool check_h
 }
 
 bool DrainQueue::pick_among(const std::vector<const model::Node*>& touched, bool check_host) {
-  // Only when the oldest pod holds the target: an older one without a host may have gained one.
-  if (!held_ || held_index_ != 0 || pods_.empty() || pods_.front().uid != held_->pod_uid) {
+  // Only when the oldest confirmed pod holds the target: an older one without a host may have
+  // gained one.
+  if (!held_ || held_index_ >= pods_.size() || pods_[held_index_].uid != held_->pod_uid) {
     return false;
+  }
+  for (std::size_t i = 0; i < held_index_; ++i) {
+    if (confirmed(i)) return false;
   }
   const model::GpuRequest& req = pods_[held_index_].req;
   for (const model::Node* n : touched) {

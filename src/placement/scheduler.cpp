@@ -213,6 +213,8 @@ void Scheduler::forget(const std::string& pod_uid) {
   // kMaxSeenPods entries per deleted pod); the bound counts it until then.
   auto lock = lock_for_write();
   seen_.erase(pod_uid);
+  const bool was_holder = drain_.reservation() && drain_.reservation()->pod_uid == pod_uid;
+  if (drain_.erase(pod_uid) && was_holder) pick_drain();  // a deleted pod waits no more
 }
 
 void Scheduler::mix_changed() {
@@ -591,18 +593,23 @@ bool Scheduler::wait(const model::PodInfo& pod, const model::GpuRequest& req,
   const auto loaded = policy();
   auto lock = lock_for_write();
   if (cluster_.allocation(pod.uid) != nullptr) return false;
-  if (drain_.contains(pod.uid)) return drain_.wait(pod, req, profile.drain_min_gpus, now_s);
+  if (drain_.contains(pod.uid)) return refresh_wait(pod, req, profile, now_s);
   // A pod its quota refuses waits for the quota, not for a node: it must not hold one.
   const std::vector<Quota>& quotas = loaded->policy.quotas;
   if (!quotas.empty() && !over_quota(quotas, quota_view(), pod.ns, quota_demand(req)).empty()) {
     return false;
   }
-  const bool held = drain_.reservation().has_value();
   // A pod no node could take even empty waits for nothing a drain can give.
   if (pick_drain_target(cluster_.nodes(), req, options_.check_host) == nullptr) return false;
-  if (!drain_.wait(pod, req, profile.drain_min_gpus, now_s)) return false;
-  if (!held) pick_drain();
-  return true;
+  return refresh_wait(pod, req, profile, now_s);
+}
+
+bool Scheduler::refresh_wait(const model::PodInfo& pod, const model::GpuRequest& req,
+                             const Profile& profile, double now_s) {
+  const DrainQueue::Waited w = drain_.wait(pod, req, profile.drain_min_gpus, now_s);
+  // A newly confirmed pod may be older than the holder.
+  if (w == DrainQueue::Waited::kConfirmed) pick_drain();
+  return w != DrainQueue::Waited::kNo;
 }
 
 bool Scheduler::stop_waiting(const std::string& pod_uid) {

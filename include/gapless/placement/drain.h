@@ -58,15 +58,24 @@ struct DrainReservation {
 // node could take. Bounded in entries and bytes (a pod's UID and model list are the client's);
 // entries carry the driver's clock (seconds, any origin) of their last failed filter, so a
 // driver that cannot see every pod leave (the extender) expires them.
+//
+// A pod holds a target only once it has been found waiting twice: a pod that really waits is
+// retried (kube-scheduler requeues it on the next pod deletion or node change; the bench after
+// every departure), while one that fails once and goes (the static replays drop it) never
+// takes a node from the others.
 class DrainQueue {
  public:
   static constexpr std::size_t kMaxPods = 4096;
   static constexpr std::size_t kMaxBytes = 4 * 1024 * 1024;
 
-  // Records the pod as waiting, or refreshes its clock. False when it is not recorded: the
-  // table is full, or the profile does not reserve for pods of its size (`min_gpus` whole GPUs,
-  // 0: never). Does not pick: call pick() after.
-  bool wait(const model::PodInfo& pod, const model::GpuRequest& req, int min_gpus, double now_s);
+  enum class Waited {
+    kNo,         // not recorded: the table is full, or the pod is too small to reserve
+    kRecorded,   // recorded, or its clock refreshed
+    kConfirmed,  // found waiting for the second time: it may hold a target from now on
+  };
+  // Records the pod as waiting, or refreshes its clock. Pods asking fewer than `min_gpus`
+  // whole GPUs (0: every pod) are not recorded. Does not pick: call pick() after.
+  Waited wait(const model::PodInfo& pod, const model::GpuRequest& req, int min_gpus, double now_s);
   bool contains(const std::string& uid) const;
   // Forgets the pod; whether it was waiting.
   bool erase(const std::string& uid);
@@ -105,7 +114,10 @@ class DrainQueue {
     model::GpuRequest req;
     double seen_s = 0;
     std::size_t bytes = 0;
+    int times = 1;  // how often found waiting
   };
+  // Whether pods_[i] may hold a target.
+  bool confirmed(std::size_t i) const { return pods_[i].times >= 2; }
   std::deque<Entry>::iterator find(const std::string& uid);
   std::deque<Entry> pods_;
   std::size_t bytes_ = 0;

@@ -120,7 +120,7 @@ class Scheduler {
   // the same UID do nothing, so an informer event and a filter call never count a pod twice).
   // Pods without a UID are not counted. Returns true when the pod was new.
   bool observe(const model::PodInfo& pod, const model::GpuRequest& req);
-  // Forgets a pod's UID (it was deleted), keeping what it added to the mix.
+  // Forgets a pod's UID (it was deleted), keeping what it added to the mix; it waits no more.
   void forget(const std::string& pod_uid);
 
   // --- the stages ---------------------------------------------------------------------------
@@ -181,9 +181,10 @@ class Scheduler {
 
   // --- waiting pods and the drain target (placement/drain.h) --------------------------------
   // A pod whose Filter passed no node waits. It is recorded (once per UID, oldest first; a
-  // second call refreshes its clock) when its profile reserves for pods of its size
-  // (Profile::drain_min_gpus) and no quota refuses it. The oldest waiting pod that some node
-  // could take once emptied holds the drain target, re-picked after every change of the model
+  // later call refreshes its clock) when its profile reserves for pods of its size
+  // (Profile::drain_min_gpus), no quota refuses it and some node could take it once emptied.
+  // The oldest pod found waiting twice (DrainQueue: one that fails once and goes holds nothing)
+  // holds the drain target, re-picked after every change of the model
   // (after a departure the closest host may be another one); Filter and Score withhold it from
   // other pods of no higher priority. `now_s` is the driver's clock, for expire_waiting.
   // Returns whether the pod is recorded.
@@ -278,6 +279,10 @@ class Scheduler {
   std::string steer_from_models_over_quota(const std::vector<Quota>& quotas,
                                            const model::PodInfo& pod, const std::string& node_name,
                                            model::GpuRequest* fit) const;
+  // REQUIRES: write lock. Records or refreshes a waiting pod (DrainQueue::wait) and picks when
+  // it may now hold the target.
+  bool refresh_wait(const model::PodInfo& pod, const model::GpuRequest& req, const Profile& profile,
+                    double now_s);
   // REQUIRES: write lock. The drain target chosen again for the model as it is.
   void pick_drain();
   // REQUIRES: write lock. The waiting pods and the drain target after these changes.
