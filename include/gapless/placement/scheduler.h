@@ -23,8 +23,9 @@
 // ScoreContext: a policy naming a strategy is enough for the strategy to get what it needs.
 //
 // Thread-safety: every method may be called concurrently. Filter, Score, PostFilter and explain
-// share a read lock; observe (when it counts a new pod), reserve, unreserve, release and mutate
-// take the write lock. Callbacks given to read() and mutate() run under that lock and must not call
+// share a read lock; observe (when it counts a new pod), reserve, unreserve, release, mutate and
+// the waiting calls (wait for pods large enough to reserve, stop_waiting, forget, expire_waiting
+// when something expired) take the write lock. Callbacks given to read() and mutate() run under that lock and must not call
 // back.
 #pragma once
 
