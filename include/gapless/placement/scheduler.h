@@ -25,8 +25,8 @@
 // Thread-safety: every method may be called concurrently. Filter, Score, PostFilter and explain
 // share a read lock; observe (when it counts a new pod), reserve, unreserve, release, mutate and
 // the waiting calls (wait for pods large enough to reserve, stop_waiting, forget, expire_waiting
-// when something expired) take the write lock. Callbacks given to read() and mutate() run under that lock and must not call
-// back.
+// when something expired) take the write lock. Callbacks given to read() and mutate() run under
+// that lock and must not call back.
 #pragma once
 
 #include <atomic>
