@@ -171,6 +171,8 @@ class InProcess : public ExtenderPort {
     const k8s::ParsedPod& p = parsed(pod, uid);
     sched_.observe(p.info, p.request);
     *passed = sched_.filter(*loaded_, p.info, p.request, profile(), nodes).passed;
+    // As the extender's filter does; a pod filtered once and dropped never holds a node.
+    if (passed->empty()) sched_.wait(p.info, p.request, profile());
     return true;
   }
   bool prioritize(const TracePod& pod, const std::string& uid,

@@ -78,7 +78,8 @@ class Placer {
     const model::GpuRequest& req = w_.requests[pod];
     const std::size_t count = ptrs_.size();
     const std::uint64_t draw = draws_.next();
-    const std::vector<double> scores = sched_.score(*loaded_, req, profile_, names_, draw);
+    const std::vector<double> scores =
+        sched_.score(*loaded_, info(pod, uid), req, profile_, names_, draw);
     std::size_t best = count;
     for (std::size_t n = 0; n < count; ++n) {
       const double s = scores[n];
@@ -102,6 +103,13 @@ class Placer {
     changed(best);
     return best;
   }
+
+  // The pod fits no node and waits (its profile may reserve a node to drain for it), or no
+  // longer does (it gave up). Cheap for pods too small to reserve.
+  void wait(int pod, const std::string& uid, double t) {
+    sched_.wait(info(pod, uid), w_.requests[pod], profile_, t);
+  }
+  void stop_waiting(const std::string& uid) { sched_.stop_waiting(uid); }
 
   // Frees the allocation of `uid`, which place() put on node n.
   void release(const std::string& uid, std::size_t n) {
@@ -347,7 +355,10 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
     std::size_t keep = 0;
     for (std::size_t i = 0; i < waiting.size(); ++i) {
       const std::size_t k = waiting[i];
-      if (options.max_wait > 0 && t - out.arrival[k] > options.max_wait) continue;  // gave up
+      if (options.max_wait > 0 && t - out.arrival[k] > options.max_wait) {
+        placer.stop_waiting("pod-" + std::to_string(k));  // gave up
+        continue;
+      }
       const int pod = a.order[k];
       const int cls = w.request_class[pod];
       bool fits = false;
@@ -362,6 +373,9 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
       }
       if (fits && start_pod(k, t)) continue;
       blocked[cls] = pass;  // placements only take room: the rest of the class cannot fit either
+      // Still waiting after a departure, as kube-scheduler finds it when a pod deletion
+      // requeues it: from the second time it may hold a drain target.
+      placer.wait(pod, "pod-" + std::to_string(k), t);
       waiting[keep++] = k;
     }
     waiting.resize(keep);
@@ -390,7 +404,10 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
     } else {
       advance(arrive);
       placer.observe(a.order[next], "pod-" + std::to_string(next));
-      if (!start_pod(next, arrive)) waiting.push_back(next);
+      if (!start_pod(next, arrive)) {
+        waiting.push_back(next);
+        placer.wait(a.order[next], "pod-" + std::to_string(next), arrive);
+      }
       ++next;
     }
   }

@@ -27,8 +27,8 @@ const Profile* select_profile(const Policy& policy, const model::PodInfo& pod, s
   if (!pod.policy.empty()) {
     const Profile* p = by_name(pod.policy);
     if (p == nullptr && error != nullptr) {
-      *error = "gapless.io/policy names profile \"" + pod.policy +
-               "\", which the loaded policy (" + policy.source + ") does not define";
+      *error = "gapless.io/policy names profile \"" + pod.policy + "\", which the loaded policy (" +
+               policy.source + ") does not define";
     }
     return p;
   }
@@ -47,6 +47,7 @@ Policy builtin_policy() {
   p.gpu = {{find_strategy("gapless"), 1.0}};
   p.gpu_weight = 0;  // as policies/default.yaml's default profile
   p.keep_best = 8;
+  p.drain_min_gpus = 2;
   return Policy{"built-in", {p}, "default", {}};
 }
 

@@ -213,6 +213,8 @@ void Scheduler::forget(const std::string& pod_uid) {
   // kMaxSeenPods entries per deleted pod); the bound counts it until then.
   auto lock = lock_for_write();
   seen_.erase(pod_uid);
+  const bool was_holder = drain_.reservation() && drain_.reservation()->pod_uid == pod_uid;
+  if (drain_.erase(pod_uid) && was_holder) pick_drain();  // a deleted pod waits no more
 }
 
 void Scheduler::mix_changed() {
@@ -258,6 +260,7 @@ FilterResult Scheduler::filter_locked(const std::vector<Quota>& quotas, const mo
   std::vector<const model::Node*> resolved;
   FilterResult r = placement::filter(cluster_, req, nodes, cache, options_.check_host, &resolved);
   if (!quotas.empty()) apply_model_quotas(quotas, pod, req, &r, &resolved);
+  drain_.withhold(pod, &r, &resolved);
   if (passed_nodes != nullptr) *passed_nodes = std::move(resolved);
   return r;
 }
@@ -341,6 +344,16 @@ std::vector<double> Scheduler::score(const LoadedPolicy& loaded, const model::Gp
   Profile drawn = profile;  // rare (the random baseline): a copy carries this pod's draw
   drawn.context.draw = draw;
   return score_nodes(cluster_, req, drawn, nodes, nullptr, options_.check_host);
+}
+
+std::vector<double> Scheduler::score(const LoadedPolicy& loaded, const model::PodInfo& pod,
+                                     const model::GpuRequest& req, const Profile& profile,
+                                     const std::vector<std::string>& nodes,
+                                     std::uint64_t draw) const {
+  std::vector<double> raw = score(loaded, req, profile, nodes, draw);
+  std::shared_lock lock(mu_);  // a change between the two locks: the next pod sees it
+  drain_.withhold(pod, nodes, &raw);
+  return raw;
 }
 
 std::vector<int> Scheduler::normalize(const std::vector<std::string>& nodes,
@@ -543,13 +556,97 @@ void Scheduler::follow_changes() {
     fragments_.erase(gone);
     summary_.erase(gone);
   }
+  std::vector<const model::Node*> touched;
   for (const std::string& name : changes.touched) {
     const model::Node* n = cluster_.find_node(name);
     if (n == nullptr) continue;
     fragments_.refresh_node(*n);
     summary_.refresh_node(*n, fragments_);
+    touched.push_back(n);
   }
   for (const std::string& uid : changes.allocations) quota_usage_.refresh(cluster_, uid);
+  follow_waiting(changes, touched);
+}
+
+void Scheduler::follow_waiting(const model::Cluster::Changes& changes,
+                               const std::vector<const model::Node*>& touched) {
+  if (drain_.empty()) return;
+  // A pod that gained an allocation no longer waits.
+  bool started = false;
+  for (const std::string& uid : changes.allocations) {
+    if (cluster_.allocation(uid) != nullptr) started = drain_.erase(uid) || started;
+  }
+  // After a departure the closest host may be another one: the target is chosen again, among
+  // the changed nodes when only they moved.
+  if (started || !changes.removed.empty() || !drain_.pick_among(touched, options_.check_host)) {
+    pick_drain();
+  }
+}
+
+bool Scheduler::wait(const model::PodInfo& pod, const model::GpuRequest& req,
+                     const Profile& profile, double now_s) {
+  // Most failed filters are of pods too small to reserve: those take no lock.
+  if (pod.uid.empty() || profile.drain_min_gpus <= 0 || req.kind != model::RequestKind::kWhole ||
+      req.whole < profile.drain_min_gpus) {
+    return false;
+  }
+  const auto loaded = policy();
+  auto lock = lock_for_write();
+  if (cluster_.allocation(pod.uid) != nullptr) return false;
+  if (drain_.contains(pod.uid)) return refresh_wait(pod, req, profile, now_s);
+  // A pod its quota refuses waits for the quota, not for a node: it must not hold one.
+  const std::vector<Quota>& quotas = loaded->policy.quotas;
+  if (!quotas.empty() && !over_quota(quotas, quota_view(), pod.ns, quota_demand(req)).empty()) {
+    return false;
+  }
+  // A pod no node could take even empty waits for nothing a drain can give.
+  if (pick_drain_target(cluster_.nodes(), req, options_.check_host) == nullptr) return false;
+  return refresh_wait(pod, req, profile, now_s);
+}
+
+bool Scheduler::refresh_wait(const model::PodInfo& pod, const model::GpuRequest& req,
+                             const Profile& profile, double now_s) {
+  const DrainQueue::Waited w = drain_.wait(pod, req, profile.drain_min_gpus, now_s);
+  // A newly confirmed pod may be older than the holder.
+  if (w == DrainQueue::Waited::kConfirmed) pick_drain();
+  return w != DrainQueue::Waited::kNo;
+}
+
+bool Scheduler::stop_waiting(const std::string& pod_uid) {
+  auto lock = lock_for_write();
+  const bool was_holder = drain_.reservation() && drain_.reservation()->pod_uid == pod_uid;
+  if (!drain_.erase(pod_uid)) return false;
+  if (was_holder) pick_drain();
+  return true;
+}
+
+std::size_t Scheduler::expire_waiting(double cutoff_s) {
+  {
+    std::shared_lock lock(mu_);
+    if (!drain_.any_before(cutoff_s)) return 0;
+  }
+  auto lock = lock_for_write();
+  const std::size_t gone = drain_.expire(cutoff_s);
+  if (gone > 0) pick_drain();
+  return gone;
+}
+
+void Scheduler::pick_drain() {
+  if (drain_.empty()) {
+    drain_.pick({}, options_.check_host);
+    return;
+  }
+  drain_.pick(cluster_.nodes(), options_.check_host);
+}
+
+std::optional<DrainReservation> Scheduler::drain() const {
+  std::shared_lock lock(mu_);
+  return drain_.reservation();
+}
+
+std::size_t Scheduler::waiting() const {
+  std::shared_lock lock(mu_);
+  return drain_.size();
 }
 
 WorkloadMix Scheduler::mix() const {

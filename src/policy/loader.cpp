@@ -38,8 +38,9 @@ using placement::Selector;
 using placement::WeightedStrategy;
 
 const Keys kPolicyKeys = {"version", "default", "profiles", "quotas"};
-const Keys kProfileKeys = {"name", "node", "gpu", "topology", "filter", "select"};
+const Keys kProfileKeys = {"name", "node", "gpu", "topology", "filter", "drain", "select"};
 const Keys kFilterKeys = {"keepBest"};
+const Keys kDrainKeys = {"minGpus"};
 const Keys kNodeKeys = {"strategies"};
 const Keys kGpuKeys = {"strategies", "weight"};
 const Keys kTopologyKeys = {"weight"};
@@ -153,7 +154,24 @@ class PolicyReader : public detail::YamlReader {
       }
     }
 
+    if ((f = find_field(fields, "drain")) && !read_drain(*f, out)) return false;
     if ((f = find_field(fields, "select")) && !read_selector(*f, &out->select)) return false;
+    return true;
+  }
+
+  // drain: {minGpus: N}: pods asking N or more whole GPUs that fit no node hold a node to drain.
+  bool read_drain(const Field& f, Profile* out) {
+    Fields drain;
+    if (!read_map(f.value, f.mark(), f.path, &kDrainKeys, true, &drain)) return false;
+    if (const Field* k = find_field(drain, "minGpus")) {
+      double v = 0;
+      if (!read_number(*k, 0, true, &v)) return false;
+      if (v != static_cast<double>(static_cast<int>(v)) || v > 1024) {
+        return fail(k->mark(), k->path,
+                    "must be a whole number of GPUs (0: never drain), got " + k->value.Scalar());
+      }
+      out->drain_min_gpus = static_cast<int>(v);
+    }
     return true;
   }
 

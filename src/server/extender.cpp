@@ -178,6 +178,7 @@ std::string Extender::filter(std::string_view body) {
   metrics_.note_mix_version(scheduler_.mix_version());
   placement::FilterResult r =
       scheduler_.filter(*loaded, args->pod.info, args->pod.request, *profile, args->nodes);
+  note_waiting(args->pod, *profile, r);
   // Pods without GPUs too: with managedResources empty, kube-scheduler binds them through us.
   pending_.remember(args->pod);
   std::vector<std::size_t> per_reason(r.reasons.size());
@@ -187,6 +188,16 @@ std::string Extender::filter(std::string_view body) {
   }
   if (!args->full_mode) return wire::filter_names_answer(r);  // no DOM: issue 12
   return wire::filter_items_answer(r, args->nodes, args->item_json);
+}
+
+void Extender::note_waiting(const k8s::ParsedPod& pod, const placement::Profile& profile,
+                            const placement::FilterResult& r) {
+  const double now =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  // kube-scheduler requeues an unschedulable pod at least every 5 minutes
+  // (podMaxInUnschedulablePodsDuration), so one not filtered for twice that has gone unseen.
+  scheduler_.expire_waiting(now - kWaitingTtlSeconds);
+  if (r.passed.empty()) scheduler_.wait(pod.info, pod.request, profile, now);
 }
 
 std::string Extender::prioritize(std::string_view body) {

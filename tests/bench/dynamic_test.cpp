@@ -193,3 +193,31 @@ TEST_CASE("dynamic: the same seed gives the same run, with one thread or two", "
   CHECK(without_timing(one[0]) == without_timing(two[0]));
   CHECK(dynamic_markdown_table(one, opt) == dynamic_markdown_table(two, opt));
 }
+
+TEST_CASE("dynamic: with drain.minGpus a waiting 2-GPU pod starts when its drain target empties",
+          "[bench][dynamic][drain]") {
+  // Two 2-GPU nodes. L1 and L2 hold one node for good; S1 and S2 fill the other until 11 and
+  // 21. B (2 GPUs) arrives at 2 and waits; W (1 GPU, 100 s) arrives at 3 and waits. At 11 S1
+  // leaves: without a reservation W takes that GPU and B waits for W (until 111). With one, B,
+  // found waiting again, holds that node (the closest to taking it), W does not get it, and B
+  // starts at 21 when S2 leaves; W then waits for B (5 s).
+  const std::vector<model::Node> nodes = {to_node({"a", 64000, 1 << 20, 2, "T4"}),
+                                          to_node({"b", 64000, 1 << 20, 2, "T4"})};
+  const Workload w = prepare_workload(
+      "drain", {timed("L1", 1, 0, 1000), timed("L2", 1, 0, 1000), timed("S1", 1, 1, 10),
+                timed("S2", 1, 1, 20), timed("B", 2, 2, 5), timed("W", 1, 3, 100)});
+  const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 42);
+  DynamicOptions opt;
+  PolicySetup off = paper("bestfit");
+  PolicySetup on = off;
+  on.profile.drain_min_gpus = 2;
+
+  const DynamicRun without = replay_dynamic(nodes, w, a, off, 42, opt);
+  CHECK(start_of(w, a, without, "W") == 11);
+  CHECK(start_of(w, a, without, "B") == 111);
+
+  const DynamicRun with = replay_dynamic(nodes, w, a, on, 42, opt);
+  CHECK(start_of(w, a, with, "B") == 21);
+  CHECK(start_of(w, a, with, "W") == 26);
+  CHECK(with.pending_max < without.pending_max);
+}

@@ -141,7 +141,7 @@ TEST_CASE("invalid policies are rejected with file:line: key path: problem", "[p
        "x.yaml:1: verison: unknown key \"verison\" (known: version, default, profiles, quotas)"},
       {"unknown profile key", head + a_ok + "    selector: {}\n",
        "x.yaml:9: profiles[0].selector: unknown key \"selector\" "
-       "(known: name, node, gpu, topology, filter, select)"},
+       "(known: name, node, gpu, topology, filter, drain, select)"},
       {"unknown node-level key",
        head + name_a +
            "    node:\n      strategies: {bundle: 1}\n"
@@ -407,4 +407,29 @@ TEST_CASE("filter.keepBest is a whole number of nodes and 0 or absent keeps all"
   const auto typo = parse_policy(head + "    filter: {keepbest: 8}\n", "x.yaml");
   REQUIRE(!typo.ok());
   CHECK(typo.error().find("keepbest") != std::string::npos);
+}
+
+TEST_CASE("drain.minGpus is a whole number of GPUs and 0 or absent never drains", "[policy]") {
+  const std::string head = gapless::test::policy_head("p", "gapless");
+  const auto none = parse_policy(head, "<inline>");
+  REQUIRE(none.ok());
+  CHECK(none->profiles[0].drain_min_gpus == 0);
+  const auto two = parse_policy(head + "    drain: {minGpus: 2}\n", "<inline>");
+  REQUIRE(two.ok());
+  CHECK(two->profiles[0].drain_min_gpus == 2);
+  const auto half = parse_policy(head + "    drain: {minGpus: 1.5}\n", "x.yaml");
+  REQUIRE(!half.ok());
+  CHECK(half.error().find("x.yaml:7: profiles[0].drain.minGpus: must be a whole number") !=
+        std::string::npos);
+  const auto negative = parse_policy(head + "    drain: {minGpus: -2}\n", "x.yaml");
+  REQUIRE(!negative.ok());
+  CHECK(negative.error().find("must be >= 0") != std::string::npos);
+  const auto typo = parse_policy(head + "    drain: {mingpus: 2}\n", "x.yaml");
+  REQUIRE(!typo.ok());
+  CHECK(typo.error().find("mingpus") != std::string::npos);
+  // The shipped default and the built-in policy drain for pods of 2 GPUs or more.
+  const auto shipped = load_policy_file(kSource + "/policies/default.yaml");
+  REQUIRE(shipped.ok());
+  CHECK(shipped->profiles[0].drain_min_gpus == 2);
+  CHECK(gapless::placement::builtin_policy().profiles[0].drain_min_gpus == 2);
 }

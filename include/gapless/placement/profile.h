@@ -46,6 +46,9 @@ struct Profile {
   // per-pod cost grows with the feasible set); the nodes narrowed out are reported unresolvable,
   // so preemption never looks at them (they fit; evicting there would be pointless).
   int keep_best = 0;
+  // A pod of this profile asking at least this many whole GPUs that fits no node reserves a node
+  // to drain for it (placement/drain.h, Scheduler::wait); 0: its pods never reserve.
+  int drain_min_gpus = 0;
   Selector select;
   // Inputs some strategies read (the workload mix, ...). Not from the policy file: the driver
   // sets it on its copy of the profile. Empty by default.

@@ -10,6 +10,9 @@
 //   Reserve        reserve          the GPUs / slices / shares on the chosen node, committed
 //   Unreserve      unreserve        undoes a reservation that could not be bound
 //   PostFilter     select_victims   which lower-priority pods to evict per node (preemption)
+//   (waiting)      wait             a large pod that fits no node waits; the oldest holds a
+//                                   drain target that Filter and Score keep from other pods
+//                                   (placement/drain.h); reserve, stop_waiting, expire end it
 //   (debugging)    explain          filter, score, normalize and the pick, per node, read-only
 //   (warm-up)      warm             the verdict cache filled for the shapes asked most, off the
 //                                   pods' path (after start-up, a mix change, a new policy)
@@ -20,9 +23,10 @@
 // ScoreContext: a policy naming a strategy is enough for the strategy to get what it needs.
 //
 // Thread-safety: every method may be called concurrently. Filter, Score, PostFilter and explain
-// share a read lock; observe (when it counts a new pod), reserve, unreserve, release and mutate
-// take the write lock. Callbacks given to read() and mutate() run under that lock and must not call
-// back.
+// share a read lock; observe (when it counts a new pod), reserve, unreserve, release, mutate and
+// the waiting calls (wait for pods large enough to reserve, stop_waiting, forget, expire_waiting
+// when something expired) take the write lock. Callbacks given to read() and mutate() run under
+// that lock and must not call back.
 #pragma once
 
 #include <atomic>
@@ -43,6 +47,7 @@
 #include "gapless/model/request.h"
 #include "gapless/model/result.h"
 #include "gapless/placement/cluster_summary.h"
+#include "gapless/placement/drain.h"
 #include "gapless/placement/engine.h"
 #include "gapless/placement/fragmentation.h"
 #include "gapless/placement/preemption.h"
@@ -116,7 +121,7 @@ class Scheduler {
   // the same UID do nothing, so an informer event and a filter call never count a pod twice).
   // Pods without a UID are not counted. Returns true when the pod was new.
   bool observe(const model::PodInfo& pod, const model::GpuRequest& req);
-  // Forgets a pod's UID (it was deleted), keeping what it added to the mix.
+  // Forgets a pod's UID (it was deleted), keeping what it added to the mix; it waits no more.
   void forget(const std::string& pod_uid);
 
   // --- the stages ---------------------------------------------------------------------------
@@ -136,6 +141,12 @@ class Scheduler {
   std::vector<double> score(const LoadedPolicy& loaded, const model::GpuRequest& req,
                             const Profile& profile, const std::vector<std::string>& nodes,
                             std::uint64_t draw = 0) const;
+  // Score for one pod: the above, with the drain target at -1 unless the pod may have it (for
+  // drivers that pick the best score themselves, like the trace bench; behind kube-scheduler,
+  // filter has already withheld it).
+  std::vector<double> score(const LoadedPolicy& loaded, const model::PodInfo& pod,
+                            const model::GpuRequest& req, const Profile& profile,
+                            const std::vector<std::string>& nodes, std::uint64_t draw = 0) const;
   // normalize_scores with each node's tie_break_rank.
   static std::vector<int> normalize(const std::vector<std::string>& nodes,
                                     const std::vector<double>& raw);
@@ -168,6 +179,28 @@ class Scheduler {
       const model::PodInfo& pod, const model::GpuRequest& req,
       const std::vector<VictimQuery>& nodes,
       const std::vector<DisruptionBudget>& budgets = {}) const;
+
+  // --- waiting pods and the drain target (placement/drain.h) --------------------------------
+  // A pod whose Filter passed no node waits. It is recorded (once per UID, oldest first; a
+  // later call refreshes its clock) when its profile reserves for pods of its size
+  // (Profile::drain_min_gpus), no quota refuses it and some node could take it once emptied.
+  // The oldest pod found waiting twice (DrainQueue: one that fails once and goes holds nothing)
+  // holds the drain target, re-picked after every change of the model
+  // (after a departure the closest host may be another one); Filter and Score withhold it from
+  // other pods of no higher priority. `now_s` is the driver's clock, for expire_waiting.
+  // Returns whether the pod is recorded.
+  bool wait(const model::PodInfo& pod, const model::GpuRequest& req, const Profile& profile,
+            double now_s = 0);
+  // The pod no longer waits (deleted, gave up). Reserve, and any allocation the model gains for
+  // it (an informer), end its wait too. Returns whether it was waiting.
+  bool stop_waiting(const std::string& pod_uid);
+  // Forgets the pods whose last wait() was before `cutoff_s` (pods that left unseen). Takes the
+  // write lock only when there is one. Returns how many.
+  std::size_t expire_waiting(double cutoff_s);
+  // The pod holding the drain target and the node; nullopt when none.
+  std::optional<DrainReservation> drain() const;
+  // Pods recorded as waiting.
+  std::size_t waiting() const;
 
   // Every stage's answer for the pod on each input node (duplicates reported once, input
   // order): filter's verdict and reason, the score's terms, the normalized score, and what
@@ -247,6 +280,15 @@ class Scheduler {
   std::string steer_from_models_over_quota(const std::vector<Quota>& quotas,
                                            const model::PodInfo& pod, const std::string& node_name,
                                            model::GpuRequest* fit) const;
+  // REQUIRES: write lock. Records or refreshes a waiting pod (DrainQueue::wait) and picks when
+  // it may now hold the target.
+  bool refresh_wait(const model::PodInfo& pod, const model::GpuRequest& req, const Profile& profile,
+                    double now_s);
+  // REQUIRES: write lock. The drain target chosen again for the model as it is.
+  void pick_drain();
+  // REQUIRES: write lock. The waiting pods and the drain target after these changes.
+  void follow_waiting(const model::Cluster::Changes& changes,
+                      const std::vector<const model::Node*>& touched);
   // REQUIRES: write lock. The mix changed: rebuild what depends on it.
   void mix_changed();
 
@@ -282,6 +324,8 @@ class Scheduler {
   // UIDs already counted, oldest first, bounded (pods filtered and never bound fall out).
   std::unordered_set<std::string> seen_;
   std::deque<std::string> seen_order_;
+
+  DrainQueue drain_;  // guarded by mu_
 
   mutable std::mutex policy_mu_;
   std::shared_ptr<const LoadedPolicy> policy_;

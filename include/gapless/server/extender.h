@@ -98,6 +98,12 @@ class Extender {
   static constexpr const char* kNotReady =
       "gapless is still loading the cluster (first full lists of nodes, pods, namespaces and "
       "PodDisruptionBudgets); retry shortly";
+  // A waiting pod not filtered for this long is forgotten (placement::Scheduler::wait).
+  static constexpr double kWaitingTtlSeconds = 600;
+  // After filter: expires waiting pods gone unseen, and records the pod as waiting when no node
+  // passed, so that a large pod found waiting again holds a node to drain.
+  void note_waiting(const k8s::ParsedPod& pod, const placement::Profile& profile,
+                    const placement::FilterResult& r);
   // Reserve: the pod's GPUs on `node`, claimed (with claims set) against the other replicas';
   // when one of them claimed part of what was chosen, chosen again beside their claims.
   // *conflict: the last claim lost to another replica's.

@@ -1,0 +1,98 @@
+// The drain reservation through the extender's verbs: a pod whose filter finds no node is
+// recorded as waiting; once kube-scheduler retries it, other pods' filters keep its drain target
+// from them; binding the waiting pod there lets the target go.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "test_server.h"
+
+namespace gapless::test {
+namespace {
+
+const std::vector<std::string> kNodes = {"n-a", "n-b", "n-c"};
+
+// Three 8-GPU nodes holding 6, 3 and 5 one-GPU pods ("<node>-<i>"), bound through the server.
+model::Cluster three_nodes() {
+  return cluster_of(json::array({gfd_node("n-a", 8), gfd_node("n-b", 8), gfd_node("n-c", 8)}));
+}
+
+void fill(const TestServer& srv, const std::string& node, int n) {
+  for (int i = 0; i < n; ++i) {
+    const std::string name = node + "-" + std::to_string(i);
+    REQUIRE(srv.filter_and_bind(gpu_pod(name, "uid-" + name, 1), node) == "");
+  }
+}
+
+json filter(const TestServer& srv, const json& pod_json) {
+  const json f = srv.call("/filter", extender_args(pod_json, kNodes));
+  INFO(f.dump());
+  REQUIRE(f.at("Error") == "");
+  return f;
+}
+
+bool passes(const json& f, const std::string& node) {
+  if (!f.at("NodeNames").is_array()) return false;
+  for (const json& n : f.at("NodeNames")) {
+    if (n == node) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a waiting pod's drain target is kept from other pods until it binds there",
+          "[server][drain]") {
+  TestServer srv(three_nodes());  // the built-in policy: drain.minGpus 2
+  fill(srv, "n-a", 6);
+  fill(srv, "n-b", 3);
+  fill(srv, "n-c", 5);
+  const json big = gpu_pod("big", "uid-big", 8);
+
+  // Filter finds no node: recorded; kube-scheduler's retry finds it waiting again.
+  CHECK(filter(srv, big).at("NodeNames").empty());
+  CHECK(srv.extender().scheduler().waiting() == 1);
+  CHECK_FALSE(srv.extender().scheduler().drain());
+  CHECK(filter(srv, big).at("NodeNames").empty());
+  const auto held = srv.extender().scheduler().drain();
+  REQUIRE(held);
+  CHECK(held->pod_uid == "uid-big");
+  CHECK(held->node == "n-b");  // 3 GPUs in use: the closest to taking it
+
+  // Another pod's filter: n-b is unresolvable for it (preemption must not empty it for others).
+  const json other = filter(srv, gpu_pod("other", "uid-other", 1));
+  CHECK_FALSE(passes(other, "n-b"));
+  CHECK(passes(other, "n-a"));
+  const std::string why = other.at("FailedAndUnresolvableNodes").at("n-b");
+  CHECK(why.find("drain") != std::string::npos);
+
+  // n-b drains (its pods leave, as the pod informer reports).
+  srv.extender().mutate([](model::Cluster& c) {
+    for (int i = 0; i < 3; ++i) REQUIRE(c.release("uid-n-b-" + std::to_string(i)));
+  });
+  const json now = filter(srv, big);
+  CHECK(now.at("NodeNames") == json::array({"n-b"}));
+  CHECK(srv.call("/bind", bind_args("big", "uid-big", "n-b")).at("Error") == "");
+  CHECK_FALSE(srv.extender().scheduler().drain());
+  CHECK(srv.extender().scheduler().waiting() == 0);
+}
+
+TEST_CASE("a pod that fails filter once holds nothing; small pods are never recorded",
+          "[server][drain]") {
+  TestServer srv(three_nodes());
+  fill(srv, "n-a", 6);
+  fill(srv, "n-b", 3);
+  fill(srv, "n-c", 5);
+  CHECK(filter(srv, gpu_pod("big", "uid-big", 8)).at("NodeNames").empty());
+  CHECK(passes(filter(srv, gpu_pod("other", "uid-other", 1)), "n-b"));
+  // Fill every GPU: a 1-GPU pod that fits nowhere is not recorded.
+  REQUIRE(srv.filter_and_bind(gpu_pod("rest-a", "uid-rest-a", 2), "n-a") == "");
+  REQUIRE(srv.filter_and_bind(gpu_pod("rest-b", "uid-rest-b", 5), "n-b") == "");
+  REQUIRE(srv.filter_and_bind(gpu_pod("rest-c", "uid-rest-c", 3), "n-c") == "");
+  CHECK(filter(srv, gpu_pod("late", "uid-late", 1)).at("NodeNames").empty());
+  CHECK(filter(srv, gpu_pod("late", "uid-late", 1)).at("NodeNames").empty());
+  CHECK(srv.extender().scheduler().waiting() == 1);  // big only
+}
+
+}  // namespace gapless::test
