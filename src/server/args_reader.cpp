@@ -157,7 +157,7 @@ std::string item_name(od::parser& parser, std::string_view item) {
   return *name;
 }
 
-// What the body's top level holds, as views into the padded copy.
+// What the body's top level holds, as views into the text simdjson reads.
 struct Top {
   std::optional<std::string_view> pod;  // the Pod, when it is an object
   std::optional<std::vector<std::string>> names;
@@ -201,14 +201,22 @@ Top read_top(od::object obj) {
 
 }  // namespace
 
-std::optional<ReadArgs> read_extender_args(std::string_view body) try {
+std::optional<ReadArgs> read_extender_args(std::string_view body, std::size_t readable) try {
   // A parser per call: on demand it keeps no tape, so its only large buffers are the structural
   // index and the string buffer, sized to this body and freed with it (a parser kept per worker
   // would hold them for the largest body it ever read, for every worker). simdjson reads past
-  // the end of what it parses, so it reads a padded copy, kept by item_json.
-  auto padded = std::make_shared<const simdjson::padded_string>(body);
+  // the end of what it parses: the body in place when that is readable, else a padded copy,
+  // kept by item_json.
+  std::shared_ptr<const simdjson::padded_string> copy;
+  simdjson::padded_string_view padded;
+  if (readable >= body.size() + simdjson::SIMDJSON_PADDING) {
+    padded = simdjson::padded_string_view(body.data(), body.size(), readable);
+  } else {
+    copy = std::make_shared<const simdjson::padded_string>(body);
+    padded = simdjson::padded_string_view(*copy);
+  }
   od::parser parser;
-  od::document doc = take(parser.iterate(*padded));
+  od::document doc = take(parser.iterate(padded));
   check(take(doc.get_value()), 1);
   // Nothing after the top-level value (on demand does not check this itself).
   if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) throw Decline{};
@@ -224,7 +232,7 @@ std::optional<ReadArgs> read_extender_args(std::string_view body) try {
   out.full_mode = true;
   od::parser small;
   for (std::string_view item : top.items) out.names.push_back(item_name(small, item));
-  out.item_json = [padded, items = std::move(top.items)](std::size_t i) {
+  out.item_json = [copy, items = std::move(top.items)](std::size_t i) {
     const std::string_view raw = items.at(i);
     std::string compact(raw.size(), '\0');
     std::size_t n = 0;

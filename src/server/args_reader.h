@@ -25,7 +25,7 @@ struct ReadArgs {
   std::vector<std::string> names;  // NodeNames, or Nodes.items[].metadata.name; in order
   bool full_mode = false;          // the names came from Nodes
   // Full mode: Nodes.items[i] as compact JSON, written on demand (filter echoes only the
-  // passing few); it holds a copy of the body until it is destroyed.
+  // passing few). Views into the body (or a copy it holds): call it while the body lives.
   std::function<std::string(std::size_t)> item_json;
 };
 
@@ -35,6 +35,8 @@ struct ReadArgs {
 // does); or the body is malformed. Callers then use the usual parser, which decides those
 // bodies as it always did and words the errors. Duplicate keys inside values it does not read
 // (a Node's status, say) are passed on as they came.
-std::optional<ReadArgs> read_extender_args(std::string_view body);
+// `readable`: bytes that may be read at body.data() (0: only the body). With simdjson's padding
+// (64 bytes) spare behind the body, it is read in place; otherwise copied once.
+std::optional<ReadArgs> read_extender_args(std::string_view body, std::size_t readable = 0);
 
 }  // namespace gapless::server::wire

@@ -60,8 +60,8 @@ struct ExtenderArgs {
 
 // Bodies through simdjson (wire::read_extender_args) when it takes them; the Pod's text then
 // goes through the usual parser, so a pod is checked the same way on both paths.
-std::optional<Result<ExtenderArgs>> read_args(std::string_view body) {
-  auto read = wire::read_extender_args(body);
+std::optional<Result<ExtenderArgs>> read_args(std::string_view body, std::size_t readable) {
+  auto read = wire::read_extender_args(body, readable);
   if (!read) return std::nullopt;
   auto pod = wire::parse_object(read->pod);
   if (!pod) return Result<ExtenderArgs>(Error{pod.error()});
@@ -71,8 +71,9 @@ std::optional<Result<ExtenderArgs>> read_args(std::string_view body) {
                                            read->full_mode, std::move(read->item_json)});
 }
 
-Result<ExtenderArgs> parse_args(std::string_view body) {
-  if (auto read = read_args(body)) return std::move(*read);
+// `readable`: bytes readable at body.data(), for the fast reader (0: only the body).
+Result<ExtenderArgs> parse_args(std::string_view body, std::size_t readable = 0) {
+  if (auto read = read_args(body, readable)) return std::move(*read);
   auto args = wire::parse_extender_args(body);
   if (!args) return Error{args.error()};
   const json* pod = wire::field(args->object, "Pod");
@@ -153,12 +154,20 @@ k8s::ClusterSyncHooks Extender::sync_hooks() {
 }
 
 std::string Extender::filter(std::string_view body) {
+  return filter_body(body, 0);
+}
+
+std::string Extender::filter(const std::string& body) {
+  return filter_body(body, body.capacity());
+}
+
+std::string Extender::filter_body(std::string_view body, std::size_t readable) {
   VerbTimer timer(metrics_, "filter");
   if (!ready()) {
     timer.fail();
     return filter_error(kNotReady);
   }
-  auto args = parse_args(body);
+  auto args = parse_args(body, readable);
   if (!args) {
     timer.fail();
     return filter_error(args.error());
@@ -201,12 +210,20 @@ void Extender::note_waiting(const k8s::ParsedPod& pod, const placement::Profile&
 }
 
 std::string Extender::prioritize(std::string_view body) {
+  return prioritize_body(body, 0);
+}
+
+std::string Extender::prioritize(const std::string& body) {
+  return prioritize_body(body, body.capacity());
+}
+
+std::string Extender::prioritize_body(std::string_view body, std::size_t readable) {
   VerbTimer timer(metrics_, "prioritize");
   if (!ready()) {
     timer.fail();
     return error_only(kNotReady);
   }
-  auto args = parse_args(body);
+  auto args = parse_args(body, readable);
   std::string policy_error;
   const placement::Profile* profile = nullptr;
   const auto loaded = scheduler_.policy();

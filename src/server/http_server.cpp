@@ -30,12 +30,15 @@ constexpr const char* kJson = "application/json";
 
 struct Verb {
   const char* name;
-  std::string (Extender::*handle)(std::string_view);
+  std::string (*handle)(Extender&, const std::string&);
 };
-const std::array<Verb, 4> kVerbs = {{{"filter", &Extender::filter},
-                                     {"prioritize", &Extender::prioritize},
-                                     {"bind", &Extender::bind},
-                                     {"preempt", &Extender::preempt}}};
+// filter and prioritize take the std::string itself: read_body leaves room behind it for the
+// JSON reader to parse it in place.
+const std::array<Verb, 4> kVerbs = {
+    {{"filter", [](Extender& e, const std::string& b) { return e.filter(b); }},
+     {"prioritize", [](Extender& e, const std::string& b) { return e.prioritize(b); }},
+     {"bind", [](Extender& e, const std::string& b) { return e.bind(b); }},
+     {"preempt", [](Extender& e, const std::string& b) { return e.preempt(b); }}}};
 
 // Not under the verbs' URL prefix: a debugging route, like /debug/state.
 constexpr const char* kExplainPath = "/debug/explain";
@@ -468,7 +471,7 @@ void HttpServer::install_routes() {
       if (!body) return;
       const BodyBudget::Lease held = lease(name, body->size(), res);
       if (!held.granted() || !enter(name, true, req, res)) return;
-      res.set_content((extender_.*handle)(*body), kJson);
+      res.set_content(handle(extender_, *body), kJson);
     });
   }
   // Health probes are cheap and answered in the overflow lane too.

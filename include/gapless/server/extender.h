@@ -45,6 +45,11 @@ class Extender {
 
   std::string filter(std::string_view body);
   std::string prioritize(std::string_view body);
+  // The same for a body held in a std::string: one with 64 bytes of capacity spare behind it
+  // (the HTTP server reserves them) is parsed in place instead of copied first (megabytes in
+  // full-node mode).
+  std::string filter(const std::string& body);
+  std::string prioritize(const std::string& body);
   std::string bind(std::string_view body);
   std::string preempt(std::string_view body);
 
@@ -98,6 +103,9 @@ class Extender {
   static constexpr const char* kNotReady =
       "gapless is still loading the cluster (first full lists of nodes, pods, namespaces and "
       "PodDisruptionBudgets); retry shortly";
+  // The verbs; `readable`: bytes readable at body.data() (0: only the body).
+  std::string filter_body(std::string_view body, std::size_t readable);
+  std::string prioritize_body(std::string_view body, std::size_t readable);
   // A waiting pod not filtered for this long is forgotten (placement::Scheduler::wait).
   static constexpr double kWaitingTtlSeconds = 600;
   // After filter: expires waiting pods gone unseen, and records the pod as waiting when no node
