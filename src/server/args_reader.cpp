@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "gapless/k8s/json_fields.h"
 #include "gapless/model/ascii.h"
 
 namespace gapless::server::wire {
@@ -23,8 +24,10 @@ T take(simdjson::simdjson_result<T>&& r) {
   return v;
 }
 
-// As deep as simdjson's DOM parser goes by default; deeper bodies go to the usual parser.
-constexpr int kMaxDepth = 1024;
+// As deep as JSON from outside may nest (the usual parser refuses deeper bodies and words the
+// refusal). It must stay below simdjson's max_depth (1024), which On Demand checks only with an
+// assertion in builds without NDEBUG.
+constexpr int kMaxDepth = k8s::kMaxJsonDepth;
 
 // The code unit of the four hex digits at s[i], or -1.
 long hex4(std::string_view s, std::size_t i) {
