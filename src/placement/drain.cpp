@@ -81,19 +81,22 @@ std::deque<DrainQueue::Entry>::iterator DrainQueue::find(const std::string& uid)
 }
 
 DrainQueue::Waited DrainQueue::wait(const model::PodInfo& pod, const model::GpuRequest& req,
-                                    int min_gpus, double now_s) {
+                                    int min_gpus, double now_s, bool watched) {
   if (pod.uid.empty() || req.kind != model::RequestKind::kWhole || req.whole < min_gpus) {
     return Waited::kNo;
   }
   if (auto it = find(pod.uid); it != pods_.end()) {
     it->seen_s = now_s;  // keeps its place: the oldest waiter holds the target
-    return ++it->times == 2 ? Waited::kConfirmed : Waited::kRecorded;
+    const bool was_confirmed = it->times >= 2;
+    it->times = watched ? std::max(it->times + 1, 2) : it->times + 1;
+    it->watched = it->watched || watched;
+    return !was_confirmed && it->times >= 2 ? Waited::kConfirmed : Waited::kRecorded;
   }
   const std::size_t bytes = entry_bytes(pod.uid, req);
   if (pods_.size() >= kMaxPods || bytes_ + bytes > kMaxBytes) return Waited::kNo;
-  pods_.push_back({pod.uid, pod.priority, req, now_s, bytes});
+  pods_.push_back({pod.uid, pod.priority, req, now_s, bytes, watched ? 2 : 1, watched});
   bytes_ += bytes;
-  return Waited::kRecorded;
+  return watched ? Waited::kConfirmed : Waited::kRecorded;
 }
 
 bool DrainQueue::contains(const std::string& uid) const {
@@ -111,13 +114,13 @@ bool DrainQueue::erase(const std::string& uid) {
 
 bool DrainQueue::any_before(double cutoff_s) const {
   return std::any_of(pods_.begin(), pods_.end(),
-                     [&](const Entry& e) { return e.seen_s < cutoff_s; });
+                     [&](const Entry& e) { return !e.watched && e.seen_s < cutoff_s; });
 }
 
 std::size_t DrainQueue::expire(double cutoff_s) {
   std::size_t gone = 0;
   for (auto it = pods_.begin(); it != pods_.end();) {
-    if (it->seen_s >= cutoff_s) {
+    if (it->watched || it->seen_s >= cutoff_s) {
       ++it;
       continue;
     }

@@ -584,7 +584,7 @@ void Scheduler::follow_waiting(const model::Cluster::Changes& changes,
 }
 
 bool Scheduler::wait(const model::PodInfo& pod, const model::GpuRequest& req,
-                     const Profile& profile, double now_s) {
+                     const Profile& profile, double now_s, WaitSource source) {
   // Most failed filters are of pods too small to reserve: those take no lock.
   if (pod.uid.empty() || profile.drain_min_gpus <= 0 || req.kind != model::RequestKind::kWhole ||
       req.whole < profile.drain_min_gpus) {
@@ -593,7 +593,7 @@ bool Scheduler::wait(const model::PodInfo& pod, const model::GpuRequest& req,
   const auto loaded = policy();
   auto lock = lock_for_write();
   if (cluster_.allocation(pod.uid) != nullptr) return false;
-  if (drain_.contains(pod.uid)) return refresh_wait(pod, req, profile, now_s);
+  if (drain_.contains(pod.uid)) return refresh_wait(pod, req, profile, now_s, source);
   // A pod its quota refuses waits for the quota, not for a node: it must not hold one.
   const std::vector<Quota>& quotas = loaded->policy.quotas;
   if (!quotas.empty() && !over_quota(quotas, quota_view(), pod.ns, quota_demand(req)).empty()) {
@@ -601,12 +601,13 @@ bool Scheduler::wait(const model::PodInfo& pod, const model::GpuRequest& req,
   }
   // A pod no node could take even empty waits for nothing a drain can give.
   if (pick_drain_target(cluster_.nodes(), req, options_.check_host) == nullptr) return false;
-  return refresh_wait(pod, req, profile, now_s);
+  return refresh_wait(pod, req, profile, now_s, source);
 }
 
 bool Scheduler::refresh_wait(const model::PodInfo& pod, const model::GpuRequest& req,
-                             const Profile& profile, double now_s) {
-  const DrainQueue::Waited w = drain_.wait(pod, req, profile.drain_min_gpus, now_s);
+                             const Profile& profile, double now_s, WaitSource source) {
+  const DrainQueue::Waited w =
+      drain_.wait(pod, req, profile.drain_min_gpus, now_s, source == WaitSource::kUnschedulable);
   // A newly confirmed pod may be older than the holder.
   if (w == DrainQueue::Waited::kConfirmed) pick_drain();
   return w != DrainQueue::Waited::kNo;

@@ -117,6 +117,31 @@ TEST_CASE("a large pod found waiting twice holds the closest node", "[placement]
   CHECK(rig.target() == "b");
 }
 
+TEST_CASE("a pod seen unschedulable on itself holds a node at once and never expires",
+          "[placement][drain]") {
+  using Source = placement::Scheduler::WaitSource;
+  Rig rig;
+  CHECK(rig.sched.wait(pod("big"), whole(8), rig.profile, 1.0, Source::kUnschedulable));
+  REQUIRE(rig.sched.drain());
+  CHECK(rig.target() == "b");
+  // A later filter refreshes it without taking its status away.
+  CHECK(rig.sched.wait(pod("big"), whole(8), rig.profile, 2.0));
+  CHECK(rig.sched.expire_waiting(100.0) == 0);
+  CHECK(rig.target() == "b");
+  // A pod first inferred from a filter is confirmed when the informer sees it, and then stays.
+  REQUIRE(rig.sched.wait(pod("big2"), whole(4), rig.profile, 3.0));
+  CHECK(rig.sched.wait(pod("big2"), whole(4), rig.profile, 4.0, Source::kUnschedulable));
+  CHECK(rig.sched.expire_waiting(100.0) == 0);
+  CHECK(rig.sched.waiting() == 2);
+  REQUIRE(rig.sched.stop_waiting("big"));
+  REQUIRE(rig.sched.drain());
+  CHECK(rig.sched.drain()->pod_uid == "big2");
+  // Only a pod inferred from filters alone expires.
+  REQUIRE(rig.sched.wait(pod("big3"), whole(4), rig.profile, 5.0));
+  CHECK(rig.sched.expire_waiting(100.0) == 1);
+  CHECK(rig.sched.waiting() == 1);
+}
+
 TEST_CASE("small pods, pods no node could ever take and profiles without drain never wait",
           "[placement][drain]") {
   Rig rig;

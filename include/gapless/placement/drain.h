@@ -74,12 +74,15 @@ class DrainQueue {
     kConfirmed,  // found waiting for the second time: it may hold a target from now on
   };
   // Records the pod as waiting, or refreshes its clock. Pods asking fewer than `min_gpus`
-  // whole GPUs (0: every pod) are not recorded. Does not pick: call pick() after.
-  Waited wait(const model::PodInfo& pod, const model::GpuRequest& req, int min_gpus, double now_s);
+  // whole GPUs (0: every pod) are not recorded. A `watched` pod (its wait was seen on the pod
+  // itself, not inferred from a failed filter) is confirmed at once and never expires: only
+  // erase() ends its wait. Does not pick: call pick() after.
+  Waited wait(const model::PodInfo& pod, const model::GpuRequest& req, int min_gpus, double now_s,
+              bool watched = false);
   bool contains(const std::string& uid) const;
   // Forgets the pod; whether it was waiting.
   bool erase(const std::string& uid);
-  // Forgets pods last seen before `cutoff_s`; how many.
+  // Forgets pods last seen before `cutoff_s`, watched ones excepted; how many.
   std::size_t expire(double cutoff_s);
   bool any_before(double cutoff_s) const;
   // Chooses the target again over `nodes` (the model's, in name order): the closest host of
@@ -114,7 +117,8 @@ class DrainQueue {
     model::GpuRequest req;
     double seen_s = 0;
     std::size_t bytes = 0;
-    int times = 1;  // how often found waiting
+    int times = 1;         // how often found waiting
+    bool watched = false;  // seen waiting on the pod itself: ends only by erase()
   };
   // Whether pods_[i] may hold a target.
   bool confirmed(std::size_t i) const { return pods_[i].times >= 2; }

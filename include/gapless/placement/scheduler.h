@@ -189,8 +189,16 @@ class Scheduler {
   // (after a departure the closest host may be another one); Filter and Score withhold it from
   // other pods of no higher priority. `now_s` is the driver's clock, for expire_waiting.
   // Returns whether the pod is recorded.
+  //
+  // `source` says how the driver knows. kFilter: a Filter of the pod passed no node (the
+  // extender, the bench); such a pod is confirmed the second time and expires unless seen
+  // again. kUnschedulable: the pod itself says kube-scheduler found no node for it
+  // (PodScheduled=False, reason Unschedulable, seen by the pod informer), which it says also
+  // when its own filters left no node for the extender to see; the pod is confirmed at once
+  // and waits until stop_waiting (bound, deleted) or an allocation ends it, never expiring.
+  enum class WaitSource { kFilter, kUnschedulable };
   bool wait(const model::PodInfo& pod, const model::GpuRequest& req, const Profile& profile,
-            double now_s = 0);
+            double now_s = 0, WaitSource source = WaitSource::kFilter);
   // The pod no longer waits (deleted, gave up). Reserve, and any allocation the model gains for
   // it (an informer), end its wait too. Returns whether it was waiting.
   bool stop_waiting(const std::string& pod_uid);
@@ -283,7 +291,7 @@ class Scheduler {
   // REQUIRES: write lock. Records or refreshes a waiting pod (DrainQueue::wait) and picks when
   // it may now hold the target.
   bool refresh_wait(const model::PodInfo& pod, const model::GpuRequest& req, const Profile& profile,
-                    double now_s);
+                    double now_s, WaitSource source);
   // REQUIRES: write lock. The drain target chosen again for the model as it is.
   void pick_drain();
   // REQUIRES: write lock. The waiting pods and the drain target after these changes.
