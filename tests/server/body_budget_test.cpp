@@ -9,6 +9,10 @@
 #include <string>
 #include <thread>
 
+#include <vector>
+
+#include "../../src/server/body_budget.h"  // private to the server: tested directly
+#include "eventually.h"
 #include "gate.h"
 #include "live_server.h"
 
@@ -72,6 +76,41 @@ TEST_CASE("large bodies wait for the body budget; small ones and probes do not",
   auto again = srv.client().Post("/filter", body_of(1024 * 1024), "application/json");
   REQUIRE(again);
   CHECK(again->body.find("overloaded") == std::string::npos);
+}
+
+// Freed heap goes back to the system at once only after growth beyond the budget (an attack's
+// parse), otherwise once large bodies stop: a burst of full-node calls keeps its pages.
+TEST_CASE("a lease trims at once only past the budget's growth, else the idle trimmer does",
+          "[server][limits][budget]") {
+  SECTION("grown past the capacity while the lease was held: trimmed as it ends") {
+    server::BodyBudget budget(1024 * 1024, std::chrono::hours(1));  // capacity 2 MiB
+    std::vector<char> parse(64 * 1024 * 1024);                      // outlives the lease
+    {
+      const auto lease = budget.acquire(512 * 1024, 0s);
+      REQUIRE(lease.granted());
+      for (std::size_t i = 0; i < parse.size(); i += 4096) parse[i] = 1;  // resident now
+    }
+    CHECK(budget.trims().at_release == 1);
+    CHECK(budget.trims().when_idle == 0);
+  }
+  SECTION("within the capacity: left to the trimmer, which trims once idle") {
+    server::BodyBudget budget(256 * 1024 * 1024, 20ms);  // capacity 512 MiB
+    {
+      const auto lease = budget.acquire(512 * 1024, 0s);
+      REQUIRE(lease.granted());
+    }
+    CHECK(budget.trims().at_release == 0);
+    CHECK(eventually([&] { return budget.trims().when_idle == 1; }));
+  }
+  SECTION("small bodies never leave anything to trim") {
+    server::BodyBudget budget(1024 * 1024, 0ms);
+    { const auto lease = budget.acquire(1024, 0s); }
+    { const auto lease = budget.acquire(512 * 1024, 0s); }
+    CHECK(eventually([&] { return budget.trims().when_idle == 1; }));
+    { const auto lease = budget.acquire(1024, 0s); }
+    CHECK(budget.trims().at_release == 0);
+    CHECK(budget.trims().when_idle == 1);
+  }
 }
 
 }  // namespace gapless::test
