@@ -49,6 +49,11 @@ struct LatencyOptions {
 
 // In-process: the placement engine alone, no JSON, one caller.
 LatencyRun run_engine(const std::vector<StreamPod>& pods, const LatencyOptions& options);
+// Issue 12: the server's side of a filter without HTTP: Extender::filter on the body run_http
+// sends (full_node: with Node objects): read, filter, answer. Its cost shows apart from the
+// loopback copies and the client. The stream runs twice, timed the second time, so the learned
+// mix and the verdicts are warm as in a running cluster; nothing is bound.
+LatencyRun run_verb(const std::vector<StreamPod>& pods, const LatencyOptions& options);
 // Over HTTP on 127.0.0.1: an Extender behind HttpServer, `clients` threads sharing the stream.
 LatencyRun run_http(const std::vector<StreamPod>& pods, const LatencyOptions& options);
 

@@ -139,43 +139,6 @@ bench::LatencyRun run_scrapes(int nodes, double fill, int scrapes) {
   return run;
 }
 
-// Issue 12: the server's side of a filter without HTTP: Extender::filter on the body http (or,
-// `full`, http-full) sends: read, filter, answer. Its cost shows apart from the loopback copies
-// and the client. The stream runs twice, timed the second time, so the learned mix and the
-// verdicts are warm as in a running cluster; nothing is bound.
-bench::LatencyRun run_verb(int nodes, double fill, int pods, const placement::Policy& policy,
-                           bool full) {
-  server::Metrics metrics;
-  server::InMemoryBinder binder;
-  model::Cluster cluster = bench::synthetic_cluster(nodes, fill, 42);
-  std::string list;
-  for (const model::Node* n : cluster.nodes()) {
-    list += list.empty() ? "" : ",";
-    list += full ? bench::node_object(*n).dump() : nlohmann::json(n->name).dump();
-  }
-  list = full ? "\"Nodes\":{\"items\":[" + list + "]}" : "\"NodeNames\":[" + list + "]";
-  server::Extender ext(std::move(cluster), policy, binder, metrics);
-  std::vector<std::string> bodies;
-  for (const bench::StreamPod& p : bench::pod_stream(pods, 7)) {
-    bodies.push_back("{\"Pod\":" + p.pod.dump() + "," + list + "}");
-  }
-  bench::LatencyRun run;
-  run.mode = full ? "full-node filter, no HTTP" : "nodeCache filter, no HTTP";
-  for (const std::string& body : bodies) ext.filter(body);
-  const auto start = std::chrono::steady_clock::now();
-  for (const std::string& body : bodies) {
-    const auto t = std::chrono::steady_clock::now();
-    const std::string answer = ext.filter(body);
-    const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t;
-    run.ms["filter"].push_back(ms.count());
-    run.bound += answer.find("\"Error\":\"\"") != std::string::npos ? 1 : 0;
-  }
-  const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;
-  run.wall_s = wall.count();
-  run.pods = pods;
-  return run;
-}
-
 // One line, outside the latency table's columns: a rebuild is one event, not a stream of calls.
 void print_rebuild(const bench::RebuildRun& r) {
   const double ms = (r.parse_s + r.apply_s) * 1e3;
@@ -289,8 +252,8 @@ int main(int argc, char** argv) {
             print_run(n, run_scrapes(n, fill, 20), 1);
           }
         } else if (mode == "verb" || mode == "verb-full") {
-          const bool full = mode == "verb-full";
-          print_run(n, run_verb(n, fill, full ? full_pods : pods, policies[pi].second, full), 1);
+          o.full_node = mode == "verb-full";
+          print_run(n, bench::run_verb(bench::pod_stream(o.full_node ? full_pods : pods, 7), o), 1);
         } else if (mode == "http" || mode == "http-full") {
           o.full_node = mode == "http-full";
           print_run(n, bench::run_http(bench::pod_stream(o.full_node ? full_pods : pods, 7), o),
