@@ -337,6 +337,24 @@ std::vector<double> Scheduler::score(const LoadedPolicy& loaded, const model::Gp
                                      const Profile& profile, const std::vector<std::string>& nodes,
                                      std::uint64_t draw) const {
   std::shared_lock lock(mu_);
+  return score_named_locked(loaded, req, profile, nodes, draw);
+}
+
+std::vector<double> Scheduler::score(const LoadedPolicy& loaded, const model::PodInfo& pod,
+                                     const model::GpuRequest& req, const Profile& profile,
+                                     const std::vector<std::string>& nodes,
+                                     std::uint64_t draw) const {
+  std::shared_lock lock(mu_);  // one lock: the scores and the withheld node of the same model
+  std::vector<double> raw = score_named_locked(loaded, req, profile, nodes, draw);
+  drain_.withhold(pod, nodes, &raw);
+  return raw;
+}
+
+std::vector<double> Scheduler::score_named_locked(const LoadedPolicy& loaded,
+                                                  const model::GpuRequest& req,
+                                                  const Profile& profile,
+                                                  const std::vector<std::string>& nodes,
+                                                  std::uint64_t draw) const {
   VerdictCache* cache = score_cache(loaded);
   if (!uses_draw(profile)) {
     return score_nodes(cluster_, req, profile, nodes, cache, options_.check_host);
@@ -344,16 +362,6 @@ std::vector<double> Scheduler::score(const LoadedPolicy& loaded, const model::Gp
   Profile drawn = profile;  // rare (the random baseline): a copy carries this pod's draw
   drawn.context.draw = draw;
   return score_nodes(cluster_, req, drawn, nodes, nullptr, options_.check_host);
-}
-
-std::vector<double> Scheduler::score(const LoadedPolicy& loaded, const model::PodInfo& pod,
-                                     const model::GpuRequest& req, const Profile& profile,
-                                     const std::vector<std::string>& nodes,
-                                     std::uint64_t draw) const {
-  std::vector<double> raw = score(loaded, req, profile, nodes, draw);
-  std::shared_lock lock(mu_);  // a change between the two locks: the next pod sees it
-  drain_.withhold(pod, nodes, &raw);
-  return raw;
 }
 
 std::vector<int> Scheduler::normalize(const std::vector<std::string>& nodes,

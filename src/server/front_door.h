@@ -39,7 +39,8 @@ bool reads_body(const httplib::Request& req);
 enum class BodyRead { kOk, kTooLarge, kFailed };
 
 // Capacity read_body leaves spare behind a body of declared length: simdjson's padding
-// (SIMDJSON_PADDING), so the verbs' JSON reader can parse the body where it lies.
+// (SIMDJSON_PADDING, checked where it is used), so the verbs' JSON reader can parse the body where
+// it lies.
 inline constexpr std::size_t kParsePadding = 64;
 
 // Reads the body through `reader`, stopping as soon as it would exceed `limit` bytes: httplib's

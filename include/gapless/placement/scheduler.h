@@ -282,6 +282,11 @@ class Scheduler {
                                    const Profile& profile,
                                    const std::vector<const model::Node*>& nodes,
                                    std::uint64_t draw) const;
+  // REQUIRES: read lock. The Score stage over nodes named by the driver (Score's form).
+  std::vector<double> score_named_locked(const LoadedPolicy& loaded, const model::GpuRequest& req,
+                                         const Profile& profile,
+                                         const std::vector<std::string>& nodes,
+                                         std::uint64_t draw) const;
   // REQUIRES: read lock. Narrows fit->models to the node's models that `pod` may still use
   // under per-model limits, so the pick on a node of several models avoids those over their
   // limit; returns the reason when no usable model is left.
