@@ -285,7 +285,15 @@ void append_rejections(std::string& out, const Rejections& rejections,
 
 // {"Error":"","FailedAndUnresolvableNodes":{...},"FailedNodes":{...}: the head both filter
 // answers share.
+//
+// The rejected nodes are listed only when no node passed. kube-scheduler reads these maps only
+// for a pod it cannot place (the FitError's event text, and which nodes preemption may try);
+// once one node passes it schedules the pod and drops them unread. Listed anyway they were most
+// of the answer, which kube-scheduler decodes for every pod: with keepBest, every node that fits
+// but is not among the best (4,992 of 5,000 nodes, about 270 KB).
 std::string filter_answer_head(const placement::FilterResult& r) {
+  if (!r.passed.empty())
+    return "{\"Error\":\"\",\"FailedAndUnresolvableNodes\":{},\"FailedNodes\":{}";
   std::vector<std::string> reason_json;  // each reason escaped once, however many nodes share it
   for (const auto& reason : r.reasons) reason_json.push_back(dump(json(reason.text)));
   Rejections failed;

@@ -46,7 +46,10 @@ TEST_CASE("filter, prioritize, bind, filter on the demo cluster: bound GPUs are 
   const auto passed = f.at("NodeNames").get<std::vector<std::string>>();
   check_filter_result(f, all, passed);
   REQUIRE(std::count(passed.begin(), passed.end(), "h100-nvs-01") == 1);
-  CHECK(f.at("FailedAndUnresolvableNodes").contains("gpushare-01"));  // no nvidia.com/gpu
+  // Reasons are answered only when no node passes (kube-scheduler reads them for nothing else).
+  const json g = srv.call("/filter", extender_args(a, {"gpushare-01"}));
+  CHECK(g.at("NodeNames").empty());
+  CHECK(g.at("FailedAndUnresolvableNodes").contains("gpushare-01"));  // no nvidia.com/gpu
 
   const json p = srv.call("/prioritize", extender_args(a, passed));
   REQUIRE(p.size() == passed.size());
@@ -75,7 +78,9 @@ TEST_CASE("filter, prioritize, bind, filter on the demo cluster: bound GPUs are 
   const json f8 = srv.call("/filter", extender_args(gpu_pod("train-b", "uid-b", 8), h100s));
   check_filter_result(f8, h100s, f8.at("NodeNames").get<std::vector<std::string>>());
   CHECK(f8.at("NodeNames") == json::array({"h100-nvs-02"}));
-  CHECK(f8.at("FailedNodes").contains("h100-nvs-01"));
+  const json full =
+      srv.call("/filter", extender_args(gpu_pod("train-b", "uid-b", 8), {"h100-nvs-01"}));
+  CHECK(full.at("FailedNodes").contains("h100-nvs-01"));
 
   const json f6 = srv.call("/filter", extender_args(gpu_pod("train-c", "uid-c", 6), h100s));
   CHECK(f6.at("NodeNames") == json::array({"h100-nvs-01", "h100-nvs-02"}));

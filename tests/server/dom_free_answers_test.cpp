@@ -42,19 +42,27 @@ TEST_CASE("filter's nodeCache answer is what dump() writes", "[server][wire]") {
   CHECK(answer == dom_dump(answer));
   const json r = json::parse(answer);
   CHECK(r.at("NodeNames") == json::array({"n2"}));
-  CHECK(r.at("FailedNodes").empty());  // n1 has 4 GPUs: never fits an 8-GPU pod
-  CHECK(r.at("FailedAndUnresolvableNodes").size() == 7);
-  CHECK(r.at("FailedAndUnresolvableNodes").contains("zz\"quote"));
-  CHECK(r.at("FailedAndUnresolvableNodes").contains("ctl\x01x"));
+  // A node passed: kube-scheduler schedules the pod and reads no reasons, so none are sent.
+  CHECK(r.at("FailedNodes").empty());
+  CHECK(r.at("FailedAndUnresolvableNodes").empty());
   CHECK(r.at("Nodes").is_null());
   CHECK(r.at("Error") == "");
-  // The rejected nodes in the request's order (n1, too small, is in the same map).
+
+  // No node can take 16 GPUs: every node is listed, names escaped, in the request's order.
+  const std::string none = f.extender.filter(body(gpu_pod("q", "uid-q", 16)));
+  CHECK(none == dom_dump(none));
+  const json n = json::parse(none);
+  CHECK(n.at("NodeNames").empty());
+  CHECK(n.at("FailedNodes").empty());  // too few GPUs even empty: unresolvable
+  CHECK(n.at("FailedAndUnresolvableNodes").size() == 8);
+  CHECK(n.at("FailedAndUnresolvableNodes").contains("zz\"quote"));
+  CHECK(n.at("FailedAndUnresolvableNodes").contains("ctl\x01x"));
   std::vector<std::string> order;
-  const auto ordered = nlohmann::ordered_json::parse(answer);
+  const auto ordered = nlohmann::ordered_json::parse(none);
   for (const auto& [name, why] : ordered.at("FailedAndUnresolvableNodes").items()) {
     order.push_back(name);
   }
-  CHECK(order == std::vector<std::string>{"zz\"quote", "a\\back", "tab\there", "ctl\x01x",
+  CHECK(order == std::vector<std::string>{"n2", "zz\"quote", "a\\back", "tab\there", "ctl\x01x",
                                           "caf\xc3\xa9", "n1", "del\x7f"});
 }
 
@@ -121,7 +129,7 @@ TEST_CASE("full-node bodies: the passing items come back as they were sent, in i
   // n1 has 4 GPUs: too small for 8. n2 passes; "gone" is unknown.
   REQUIRE(a.at("Nodes").at("items").size() == 1);
   CHECK(a.at("Nodes").at("items")[0] == json::parse(n2));
-  CHECK(a.at("FailedAndUnresolvableNodes").contains("gone"));
+  CHECK(a.at("FailedAndUnresolvableNodes").empty());  // a node passed: no reasons sent
   // The item's keys keep their input order (metadata first, apiVersion last).
   CHECK(answer.find(R"({"metadata":{"name":"n2","labels":{"z":"1")") != std::string::npos);
   CHECK(answer.find(R"("apiVersion":"v1"})") != std::string::npos);

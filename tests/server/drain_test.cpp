@@ -60,11 +60,14 @@ TEST_CASE("a waiting pod's drain target is kept from other pods until it binds t
   CHECK(held->pod_uid == "uid-big");
   CHECK(held->node == "n-b");  // 3 GPUs in use: the closest to taking it
 
-  // Another pod's filter: n-b is unresolvable for it (preemption must not empty it for others).
+  // Another pod's filter: n-b does not pass for it.
   const json other = filter(srv, gpu_pod("other", "uid-other", 1));
   CHECK_FALSE(passes(other, "n-b"));
   CHECK(passes(other, "n-a"));
-  const std::string why = other.at("FailedAndUnresolvableNodes").at("n-b");
+  // Where n-b is all it could have, n-b is unresolvable (preemption must not empty it for others).
+  const json only = srv.call("/filter", extender_args(gpu_pod("other", "uid-other", 1), {"n-b"}));
+  CHECK(only.at("NodeNames").empty());
+  const std::string why = only.at("FailedAndUnresolvableNodes").at("n-b");
   CHECK(why.find("drain") != std::string::npos);
 
   // n-b drains (its pods leave, as the pod informer reports).

@@ -90,8 +90,12 @@ TEST_CASE("filter fixture in nodeCache mode: NodeNames subset, Nodes null", "[se
   const auto big_passed = big.at("NodeNames").get<std::vector<std::string>>();
   check_filter_result(big, input, big_passed);
   CHECK_FALSE(contains(big_passed, "gpu-a100-mig-03"));
-  CHECK(big.at("FailedAndUnresolvableNodes").contains("gpu-a100-mig-03"));
   CHECK(contains(big_passed, "gpu-h100-01"));
+  // 16 GPUs: no node. Then, and only then, every node is listed with its reason.
+  const json huge = srv.call("/filter", with_gpu_count(args, 16).dump());
+  REQUIRE(huge.at("NodeNames").empty());
+  check_filter_result(huge, input, {});
+  CHECK(huge.at("FailedAndUnresolvableNodes").contains("gpu-a100-mig-03"));
 
   CHECK(srv.state() == before);  // filter commits nothing
 }
@@ -114,7 +118,10 @@ TEST_CASE("filter fixture in full mode: unmodified input items, NodeNames null",
   const auto big_passed = check_full_mode(big_args.at("Nodes").at("items"), big);
   check_filter_result(big, input, big_passed);
   CHECK(big_passed.size() < input.size());
-  CHECK(big.at("FailedAndUnresolvableNodes").contains("gpu-a100-mig-03"));
+  const json huge = srv.call("/filter", with_gpu_count(args, 16).dump());
+  REQUIRE(huge.at("Nodes").at("items").empty());
+  check_filter_result(huge, input, {});
+  CHECK(huge.at("FailedAndUnresolvableNodes").contains("gpu-a100-mig-03"));
 }
 
 TEST_CASE("prioritize fixture: a bare array, one Host/Score per input node", "[server][wire]") {
