@@ -281,10 +281,6 @@ double percentile(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
 }
 
-}  // namespace
-
-namespace {
-
 // The in-process path: the static replay's Placer. A pod that waits is recorded as the
 // extender's filter records it (kFilter): the replay sees every failure.
 class EnginePath : public DynamicPath {
