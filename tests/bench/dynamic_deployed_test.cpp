@@ -135,16 +135,22 @@ TEST_CASE("dynamic as deployed: on one node kube-scheduler's path starts pods as
   }
   const Workload w = prepare_workload("solo", pods);
   const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 42);
-  const SchedulerConfig config = shipped_config();
-  for (const char* name : {"bestfit", "gapless"}) {
-    CAPTURE(name);
-    const DynamicRun in_process = replay_dynamic(nodes, w, a, paper(name), 42, {});
-    CountingFilter port(in_process_extender(nodes, paper(name)));
-    const DynamicRun deployed = replay_dynamic_deployed(nodes, w, a, config, port, 42, {});
-    CHECK(in_process.pending_max > 0);  // pods wait: the queue is exercised
-    CHECK(deployed.start == in_process.start);
-    CHECK(deployed.never_placed == in_process.never_placed);
-    CHECK(port.deletions == deployed.started);  // every pod that ran left through the informer
+  // The shipped configuration sends every pod to the extender; with managedResources the
+  // CPU-only pod is bound by kube-scheduler itself, and the extender hears of it as it leaves.
+  SchedulerConfig gpu_only = shipped_config();
+  gpu_only.managed = {"nvidia.com/gpu", "gapless.io/gpu-compute"};
+  for (const SchedulerConfig& config : {shipped_config(), gpu_only}) {
+    for (const char* name : {"bestfit", "gapless"}) {
+      CAPTURE(name, config.managed.size());
+      const DynamicRun in_process = replay_dynamic(nodes, w, a, paper(name), 42, {});
+      CountingFilter port(in_process_extender(nodes, paper(name)));
+      const DynamicRun deployed = replay_dynamic_deployed(nodes, w, a, config, port, 42, {});
+      CHECK(in_process.pending_max > 0);  // pods wait: the queue is exercised
+      CHECK(deployed.start == in_process.start);
+      CHECK(deployed.never_placed == in_process.never_placed);
+      CHECK(port.deletions == deployed.started);  // every pod that ran left through the informer
+      CHECK(port.filtered.count("q15") == (config.managed.empty() ? 1 : 0));  // the CPU-only pod
+    }
   }
 }
 
