@@ -3,7 +3,7 @@
 //
 //   gapless-bench --nodes NODE_CSV --pods POD_CSV [--pods ...] --policy P [--policy ...]
 //                 --seeds 42-51 [--json] [--markdown FILE] [--curves DIR]
-//                 [--dynamic [--speedup K] [--max-wait S]]
+//                 [--dynamic [--speedup K] [--max-wait S]] [--scheduler-config FILE]
 //
 // P is a strategy name (random, dotprod, clustering, packing, bestfit, fgd, ...) or a policy YAML
 // file. Runs (trace x policy x seed) are spread over --threads workers. --dynamic replays the
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   CLI::App app{"gapless-bench: replay the Alibaba GPU trace v2023 through the Gapless engine"};
   std::string nodes_path, seeds_text = "42-51", markdown_path, curves_dir, published_path;
   std::vector<std::string> pod_paths, policy_names;
-  bool json = false, quiet = false, oracle = false, dynamic = false;
+  bool json = false, quiet = false, oracle = false, dynamic = false, no_unschedulable = false;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   double tune = 1.3;
   bench::DynamicOptions dyn;
@@ -122,6 +122,9 @@ int main(int argc, char** argv) {
   app.add_option("--extender", extender_url,
                  "with --scheduler-config: call a live gapless-extender at this URL instead of "
                  "the engine in-process (one trace, one policy, one seed)");
+  app.add_flag("--no-unschedulable", no_unschedulable,
+               "--dynamic with --scheduler-config: the extender learns of waiting pods only from "
+               "its own filter, not from their Unschedulable condition (what that path is worth)");
   app.add_option("--write-cluster", write_cluster,
                  "write the node list as a NodeList for gapless-extender --cluster, and exit");
   for (auto* opt : {app.get_option("--pods"), app.get_option("--policy")})
@@ -158,6 +161,18 @@ int main(int argc, char** argv) {
   } else if (!extender_url.empty()) {
     return std::cerr << "gapless-bench: --extender needs --scheduler-config\n", 2;
   }
+  if (dynamic && !extender_url.empty()) {
+    // A live extender cannot be reset between runs, and a --cluster one has no pod informer to
+    // see pods leave: the dynamic replay as deployed runs the extender in-process only.
+    return std::cerr << "gapless-bench: --dynamic does not run against --extender; use "
+                        "--scheduler-config alone (the extender in-process)\n",
+           2;
+  }
+  if (no_unschedulable && (!dynamic || !in.deployed)) {
+    return std::cerr << "gapless-bench: --no-unschedulable needs --dynamic and "
+                        "--scheduler-config\n",
+           2;
+  }
   if (published_path.empty()) {
     const auto guess = std::filesystem::path(nodes_path).parent_path() /
                        "fgd-atc23-expected-results" / "summary_by_trace_policy.csv";
@@ -180,9 +195,23 @@ int main(int argc, char** argv) {
                1;
       }
     }
-    const std::vector<bench::DynamicCell> cells =
+    bench::DynamicRunner runner;
+    if (in.deployed) {
+      runner = [&](const std::vector<model::Node>& nodes, const bench::Workload& w,
+                   const bench::Arrivals& a, const bench::PolicySetup& policy, std::uint64_t seed,
+                   const bench::DynamicOptions& options) {
+        auto port = bench::in_process_extender(nodes, policy);
+        return bench::replay_dynamic_deployed(nodes, w, a, *in.deployed, *port, seed, options,
+                                              !no_unschedulable);
+      };
+    }
+    std::vector<bench::DynamicCell> cells =
         bench::run_dynamic_sweep(in.nodes, in.workloads, in.policies, in.seeds, dyn, threads,
-                                 quiet ? bench::Progress{} : bench::stderr_progress(tty));
+                                 quiet ? bench::Progress{} : bench::stderr_progress(tty), runner);
+    if (in.deployed) {
+      for (bench::DynamicCell& c : cells)
+        c.deployed_waits = no_unschedulable ? "filter" : "filter+unschedulable";
+    }
     if (json) {
       for (const bench::DynamicCell& c : cells)
         std::cout << bench::dynamic_json_line(c, dyn) << "\n";

@@ -203,6 +203,16 @@ class InProcess : public ExtenderPort {
     a.host = p.request.host;
     sched_.mutate([&](model::Cluster& c) { (void)c.restore(a); });
   }
+  void deleted(const std::string& uid) override {
+    // As the pod informer's delete: the allocation goes, then the UID (its wait with it).
+    sched_.release(uid);
+    sched_.forget(uid);
+  }
+  void unschedulable(const TracePod& pod, const std::string& uid) override {
+    const k8s::ParsedPod& p = parsed(pod, uid);
+    sched_.observe(p.info, p.request);  // the informer sees the pod, filtered or not
+    sched_.wait(p.info, p.request, profile(), 0, placement::Scheduler::WaitSource::kUnschedulable);
+  }
 
  private:
   static model::Cluster model_of(const std::vector<model::Node>& nodes) {
@@ -277,9 +287,11 @@ class OverHttp : public ExtenderPort {
     *granted = pod.gpu_request();
     return true;
   }
-  void bound_elsewhere(const TracePod&, const std::string&, const std::string&) override {
-    // A --cluster extender has no pod informer: it never learns of pods it did not bind.
-  }
+  // A --cluster extender has no pod informer: it never learns of pods it did not bind, of pods
+  // that leave, or of their conditions.
+  void bound_elsewhere(const TracePod&, const std::string&, const std::string&) override {}
+  void deleted(const std::string&) override {}
+  void unschedulable(const TracePod&, const std::string&) override {}
 
  private:
   std::string args(const TracePod& pod, const std::string& uid,
@@ -312,11 +324,6 @@ std::unique_ptr<ExtenderPort> http_extender(const std::string& url) {
 
 namespace {
 
-// What kube-scheduler's cache holds per node: requested CPU and memory, actual and "non-zero"
-// (a pod without a request counts 100m CPU and 200 MiB for scoring: schedutil.GetNonzeroRequests).
-struct NodeRequests {
-  std::int64_t cpu = 0, memory = 0, cpu_nz = 0, memory_nz = 0;
-};
 constexpr std::int64_t kDefaultCpuMilli = 100;
 constexpr std::int64_t kDefaultMemoryMiB = 200;
 
@@ -329,19 +336,30 @@ std::int64_t most_allocated(std::int64_t requested, std::int64_t capacity) {
   return std::min(requested, capacity) * 100 / capacity;
 }
 
+bool is_share(const TracePod& p) {
+  return p.num_gpu == 1 && p.gpu_milli < model::kFullComputeMilli;
+}
+
+// The pod's nvidia.com/gpu request as pod_json writes it: whole GPUs only. A share asks
+// gapless.io/gpu-compute, which the shipped configuration's ignoredResourceGroups leaves out.
+std::int64_t nvidia_gpus(const TracePod& p) {
+  return is_share(p) ? 0 : p.num_gpu;
+}
+
 // The in-tree score plugins the configuration enables, summed with their weights.
-std::int64_t plugin_score(const SchedulerConfig& c, const model::Node& n, const NodeRequests& r,
+std::int64_t plugin_score(const SchedulerConfig& c, const model::Node& n, std::int64_t cpu_nz,
+                          std::int64_t memory_nz, std::int64_t cpu, std::int64_t memory,
                           const TracePod& p) {
   std::int64_t total = 0;
   if (c.fit_weight > 0) {
-    const std::int64_t cpu = r.cpu_nz + std::max(p.cpu_milli, kDefaultCpuMilli);
-    const std::int64_t mem = r.memory_nz + (p.memory_mib > 0 ? p.memory_mib : kDefaultMemoryMiB);
+    const std::int64_t pc = cpu_nz + std::max(p.cpu_milli, kDefaultCpuMilli);
+    const std::int64_t pm = memory_nz + (p.memory_mib > 0 ? p.memory_mib : kDefaultMemoryMiB);
     auto one = c.most_allocated ? most_allocated : least_allocated;
     const std::int64_t weights = c.fit_cpu_weight + c.fit_memory_weight;
     if (weights > 0) {
       total += c.fit_weight *
-               (one(cpu, n.host.cpu_milli) * c.fit_cpu_weight +
-                one(mem, n.host.memory_mib) * c.fit_memory_weight) /
+               (one(pc, n.host.cpu_milli) * c.fit_cpu_weight +
+                one(pm, n.host.memory_mib) * c.fit_memory_weight) /
                weights;
     }
   }
@@ -349,8 +367,8 @@ std::int64_t plugin_score(const SchedulerConfig& c, const model::Node& n, const 
     auto fraction = [](std::int64_t req, std::int64_t cap) {
       return cap == 0 ? 0.0 : std::min(1.0, static_cast<double>(req) / static_cast<double>(cap));
     };
-    const double fc = fraction(r.cpu + p.cpu_milli, n.host.cpu_milli);
-    const double fm = fraction(r.memory + p.memory_mib, n.host.memory_mib);
+    const double fc = fraction(cpu + p.cpu_milli, n.host.cpu_milli);
+    const double fm = fraction(memory + p.memory_mib, n.host.memory_mib);
     const double sd = std::abs(fc - fm) / 2;  // the standard deviation of two fractions
     total += c.balanced_weight * static_cast<std::int64_t>((1 - sd) * 100);
   }
@@ -359,94 +377,169 @@ std::int64_t plugin_score(const SchedulerConfig& c, const model::Node& n, const 
 
 bool interested(const SchedulerConfig& c, const TracePod& p) {
   if (c.managed.empty()) return true;
-  const bool share = p.num_gpu == 1 && p.gpu_milli < model::kFullComputeMilli;
   const std::string asked = p.num_gpu == 0 ? ""
-                            : share        ? "gapless.io/gpu-compute"
+                            : is_share(p)  ? "gapless.io/gpu-compute"
                                            : "nvidia.com/gpu";
   return !asked.empty() && std::find(c.managed.begin(), c.managed.end(), asked) != c.managed.end();
 }
 
 }  // namespace
 
+KubeScheduler::KubeScheduler(const std::vector<model::Node>& nodes, const SchedulerConfig& config,
+                             ExtenderPort& extender, std::uint64_t seed)
+    : nodes_(nodes),
+      config_(config),
+      extender_(extender),
+      pick_(seed ^ 0xdeb1045eedULL),
+      requested_(nodes.size()) {
+  for (std::size_t i = 0; i < nodes.size(); ++i) index_[nodes[i].name] = i;
+}
+
+bool KubeScheduler::fits(const TracePod& pod, std::size_t n) const {
+  const Requested& r = requested_[n];
+  const model::Node& node = nodes_[n];
+  return r.cpu + pod.cpu_milli <= node.host.cpu_milli &&
+         r.memory + pod.memory_mib <= node.host.memory_mib &&
+         r.gpus + nvidia_gpus(pod) <= static_cast<std::int64_t>(node.gpus.size());
+}
+
+std::size_t KubeScheduler::schedule(const TracePod& pod, const std::string& uid,
+                                    std::int64_t* granted) {
+  *granted = 0;
+  feasible_.clear();
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (fits(pod, i)) feasible_.push_back(nodes_[i].name);
+  }
+  const bool ours = config_.has_extender && interested(config_, pod);
+  if (ours && config_.filter_verb && !feasible_.empty()) {
+    std::vector<std::string> passed;
+    if (!extender_.filter(pod, uid, feasible_, &passed)) return nodes_.size();
+    feasible_ = std::move(passed);
+  }
+  if (feasible_.empty()) return nodes_.size();
+  const std::string chosen = feasible_.size() == 1 ? feasible_[0] : pick(pod, uid, ours);
+  if (ours && config_.bind_verb) {
+    if (!extender_.bind(pod, uid, chosen, granted)) return nodes_.size();
+  } else {
+    extender_.bound_elsewhere(pod, uid, chosen);
+  }
+  const std::size_t n = index_.at(chosen);
+  account(pod, n, 1);
+  return n;
+}
+
+std::string KubeScheduler::pick(const TracePod& pod, const std::string& uid, bool ours) {
+  total_.assign(feasible_.size(), 0);
+  for (std::size_t k = 0; k < feasible_.size(); ++k) {
+    const std::size_t i = index_.at(feasible_[k]);
+    const Requested& r = requested_[i];
+    total_[k] = plugin_score(config_, nodes_[i], r.cpu_nz, r.memory_nz, r.cpu, r.memory, pod);
+  }
+  std::vector<int> ext;
+  if (ours && config_.prioritize_verb && extender_.prioritize(pod, uid, feasible_, &ext)) {
+    for (std::size_t k = 0; k < feasible_.size(); ++k) total_[k] += ext[k] * config_.weight * 10;
+  }
+  // selectHost: reservoir sampling over the highest totals.
+  std::string chosen;
+  std::int64_t best = -1;
+  std::uint64_t ties = 0;
+  for (std::size_t k = 0; k < feasible_.size(); ++k) {
+    if (total_[k] > best) {
+      best = total_[k];
+      ties = 1;
+      chosen = feasible_[k];
+    } else if (total_[k] == best && pick_.below(++ties) == 0) {
+      chosen = feasible_[k];
+    }
+  }
+  return chosen;
+}
+
+void KubeScheduler::remove(const TracePod& pod, const std::string& uid, std::size_t n) {
+  account(pod, n, -1);
+  extender_.deleted(uid);
+}
+
+void KubeScheduler::account(const TracePod& pod, std::size_t n, int sign) {
+  Requested& r = requested_[n];
+  r.cpu += sign * pod.cpu_milli;
+  r.memory += sign * pod.memory_mib;
+  r.cpu_nz += sign * std::max(pod.cpu_milli, kDefaultCpuMilli);
+  r.memory_nz += sign * (pod.memory_mib > 0 ? pod.memory_mib : kDefaultMemoryMiB);
+  r.gpus += sign * nvidia_gpus(pod);
+}
+
 RunResult replay_deployed(const std::vector<model::Node>& nodes, const Workload& w,
                           const Arrivals& a, const SchedulerConfig& config, ExtenderPort& extender,
                           std::uint64_t seed) {
   const auto start = std::chrono::steady_clock::now();
-  Rng pick(seed ^ 0xdeb1045eedULL);
-  std::vector<NodeRequests> requested(nodes.size());
-  std::map<std::string, std::size_t> index;
-  for (std::size_t i = 0; i < nodes.size(); ++i) index[nodes[i].name] = i;
+  KubeScheduler kube(nodes, config, extender, seed);
   RunResult out;
   out.events.reserve(a.order.size());
   std::int64_t arrived = 0, used = 0;
-  std::vector<std::string> feasible;
-  std::vector<std::int64_t> total;
   for (std::size_t step = 0; step < a.order.size(); ++step) {
     const TracePod& pod = w.pods[a.order[step]];
-    const std::string uid = "pod-" + std::to_string(step);
     arrived += pod.gpu_request();
-    // Filter: NodeResourcesFit on CPU and memory, then the extender.
-    feasible.clear();
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      if (requested[i].cpu + pod.cpu_milli <= nodes[i].host.cpu_milli &&
-          requested[i].memory + pod.memory_mib <= nodes[i].host.memory_mib) {
-        feasible.push_back(nodes[i].name);
-      }
-    }
-    const bool ours = config.has_extender && interested(config, pod);
-    bool ok = true;
-    if (ours && config.filter_verb && !feasible.empty()) {
-      std::vector<std::string> passed;
-      ok = extender.filter(pod, uid, feasible, &passed);
-      feasible = std::move(passed);
-    }
-    std::string chosen;
-    if (ok && feasible.size() == 1) {
-      chosen = feasible[0];
-    } else if (ok && !feasible.empty()) {
-      total.assign(feasible.size(), 0);
-      for (std::size_t k = 0; k < feasible.size(); ++k) {
-        const std::size_t i = index[feasible[k]];
-        total[k] = plugin_score(config, nodes[i], requested[i], pod);
-      }
-      std::vector<int> ext;
-      if (ours && config.prioritize_verb && extender.prioritize(pod, uid, feasible, &ext)) {
-        for (std::size_t k = 0; k < feasible.size(); ++k) total[k] += ext[k] * config.weight * 10;
-      }
-      // selectHost: reservoir sampling over the highest totals.
-      std::int64_t best = -1;
-      std::uint64_t ties = 0;
-      for (std::size_t k = 0; k < feasible.size(); ++k) {
-        if (total[k] > best) {
-          best = total[k];
-          ties = 1;
-          chosen = feasible[k];
-        } else if (total[k] == best && pick.below(++ties) == 0) {
-          chosen = feasible[k];
-        }
-      }
-    }
     std::int64_t granted = 0;
-    if (!chosen.empty() && ours && config.bind_verb) {
-      if (!extender.bind(pod, uid, chosen, &granted)) chosen.clear();
-    } else if (!chosen.empty()) {
-      extender.bound_elsewhere(pod, uid, chosen);
-    }
-    if (chosen.empty()) {
-      ++out.failed;
+    if (kube.schedule(pod, "pod-" + std::to_string(step), &granted) == kube.node_count()) {
+      ++out.failed;  // dropped, as the paper's procedure does
     } else {
       ++out.placed;
       used += granted;
-      NodeRequests& r = requested[index[chosen]];
-      r.cpu += pod.cpu_milli;
-      r.memory += pod.memory_mib;
-      r.cpu_nz += std::max(pod.cpu_milli, kDefaultCpuMilli);
-      r.memory_nz += pod.memory_mib > 0 ? pod.memory_mib : kDefaultMemoryMiB;
     }
     out.events.push_back({arrived, used, 0.0});
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
+}
+
+namespace {
+
+// The dynamic replay's attempts as kube-scheduler's cycles (KubeScheduler), and what the
+// extender's pod informer sees of the pods.
+class DeployedPath : public DynamicPath {
+ public:
+  DeployedPath(const std::vector<model::Node>& nodes, const Workload& w,
+               const SchedulerConfig& config, ExtenderPort& extender, std::uint64_t seed,
+               bool unschedulable)
+      : w_(w),
+        extender_(extender),
+        kube_(nodes, config, extender, seed),
+        unschedulable_(unschedulable) {}
+
+  std::size_t node_count() const override { return kube_.node_count(); }
+  // The extender hears of the pod at its first filter (or its first condition).
+  void arrive(int, const std::string&) override {}
+  // kube-scheduler's own filter: where it leaves no node, the cycle fails before the extender.
+  bool may_fit(int pod, std::size_t n) const override { return kube_.fits(w_.pods[pod], n); }
+  std::size_t start(int pod, const std::string& uid, std::int64_t* granted) override {
+    return kube_.schedule(w_.pods[pod], uid, granted);
+  }
+  // kube-scheduler writes the condition after each failed cycle (a retry it skips here would
+  // have failed too: nothing it could use was freed).
+  void waiting(int pod, const std::string& uid, double) override {
+    if (unschedulable_) extender_.unschedulable(w_.pods[pod], uid);
+  }
+  void gave_up(int, const std::string& uid) override { extender_.deleted(uid); }
+  void left(int pod, const std::string& uid, std::size_t n) override {
+    kube_.remove(w_.pods[pod], uid, n);
+  }
+
+ private:
+  const Workload& w_;
+  ExtenderPort& extender_;
+  KubeScheduler kube_;
+  const bool unschedulable_;
+};
+
+}  // namespace
+
+DynamicRun replay_dynamic_deployed(const std::vector<model::Node>& nodes, const Workload& w,
+                                   const Arrivals& a, const SchedulerConfig& config,
+                                   ExtenderPort& extender, std::uint64_t seed,
+                                   const DynamicOptions& options, bool unschedulable) {
+  DeployedPath path(nodes, w, config, extender, seed, unschedulable);
+  return replay_dynamic(nodes, w, a, path, options);
 }
 
 }  // namespace gapless::bench

@@ -3,9 +3,10 @@
 // or any other. Emulated from kube-scheduler v1.26's code (pkg/scheduler/schedule_one.go,
 // framework/plugins/noderesources/, extender.go):
 //
-//  1. Filter: NodeResourcesFit (CPU and memory requests against allocatable), then, if the pod
-//     is interested (it names one of the extender's managedResources, or the list is empty),
-//     the extender's filter on the nodes left.
+//  1. Filter: NodeResourcesFit (CPU, memory and nvidia.com/gpu requests against allocatable),
+//     then, if the pod is interested (it names one of the extender's managedResources, or the
+//     list is empty), the extender's filter on the nodes left. No node left: the extender is not
+//     called (findNodesThatPassExtenders).
 //  2. One feasible node: taken, no scoring. Otherwise Score: the enabled in-tree score plugins
 //     that differ between the trace's nodes (NodeResourcesFit with its scoring strategy,
 //     NodeResourcesBalancedAllocation), each 0..100 x its weight, plus the extender's 0..10 x
@@ -18,15 +19,21 @@
 //
 // The extender is either placement::Scheduler in-process (as the extender runs it) or a live
 // gapless-extender over HTTP (ExtenderClient).
+//
+// The dynamic replay as deployed (replay_dynamic_deployed) adds what the extender's pod
+// informer sees: a pod that leaves (deleted), and a pod's PodScheduled=False/Unschedulable
+// condition, which kube-scheduler writes after every failed cycle, whatever filtered it out.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gapless/model/result.h"
 #include "replay.h"
+#include "rng.h"
 
 namespace gapless::bench {
 
@@ -67,6 +74,12 @@ class ExtenderPort {
   // A pod kube-scheduler bound itself (not interested): the extender's informer would see it.
   virtual void bound_elsewhere(const TracePod& pod, const std::string& uid,
                                const std::string& node) = 0;
+  // The pod informer sees the pod gone (it finished, or was deleted while pending), whoever
+  // bound it: what it held is released and it waits no more.
+  virtual void deleted(const std::string& uid) = 0;
+  // The pod informer sees kube-scheduler's PodScheduled=False/Unschedulable condition on the
+  // pod: it waits (placement::Scheduler::WaitSource::kUnschedulable).
+  virtual void unschedulable(const TracePod& pod, const std::string& uid) = 0;
 };
 
 // placement::Scheduler in-process, configured as gapless-extender runs it.
@@ -82,9 +95,58 @@ std::string cluster_file_json(const std::vector<model::Node>& nodes);
 // The trace pod as a Kubernetes Pod (JSON) the way the replay submits it.
 std::string pod_json(const TracePod& pod, const std::string& uid);
 
+// kube-scheduler as the emulation runs it: its cache of what the bound pods request per node,
+// and one scheduling cycle (steps 1-4 above) through the extender. Every replay's attempts go
+// through schedule(). Not thread-safe; one per replay.
+class KubeScheduler {
+ public:
+  // REQUIRES: `nodes`, `config` and `extender` outlive this.
+  KubeScheduler(const std::vector<model::Node>& nodes, const SchedulerConfig& config,
+                ExtenderPort& extender, std::uint64_t seed);
+  std::size_t node_count() const { return nodes_.size(); }
+  // NodeResourcesFit's filter: the pod's CPU, memory and nvidia.com/gpu requests fit node n
+  // beside the pods bound there.
+  bool fits(const TracePod& pod, std::size_t n) const;
+  // One cycle. Returns the node the pod was bound to, with *granted the GPU milli the extender
+  // gave it (0 when kube-scheduler bound it), or node_count() when it was not bound.
+  std::size_t schedule(const TracePod& pod, const std::string& uid, std::int64_t* granted);
+  // The pod bound to node n is gone: its requests leave the cache, and the extender hears of it.
+  void remove(const TracePod& pod, const std::string& uid, std::size_t n);
+
+ private:
+  // Requested CPU and memory per node, actual and "non-zero" (a pod without a request counts
+  // 100m CPU and 200 MiB for scoring: schedutil.GetNonzeroRequests), and nvidia.com/gpu.
+  struct Requested {
+    std::int64_t cpu = 0, memory = 0, cpu_nz = 0, memory_nz = 0, gpus = 0;
+  };
+  // Adds (sign 1) or removes (-1) the pod's requests on node n.
+  void account(const TracePod& pod, std::size_t n, int sign);
+  // Score and selectHost among feasible_.
+  std::string pick(const TracePod& pod, const std::string& uid, bool ours);
+
+  const std::vector<model::Node>& nodes_;
+  const SchedulerConfig& config_;
+  ExtenderPort& extender_;
+  Rng pick_;
+  std::vector<Requested> requested_;
+  std::map<std::string, std::size_t> index_;
+  std::vector<std::string> feasible_;
+  std::vector<std::int64_t> total_;
+};
+
 // One static run (the paper's procedure, replay()) through the emulated kube-scheduler.
 RunResult replay_deployed(const std::vector<model::Node>& nodes, const Workload& w,
                           const Arrivals& a, const SchedulerConfig& config, ExtenderPort& extender,
                           std::uint64_t seed);
+
+// One dynamic run (replay_dynamic's queue, arrivals, lifetimes and retries) whose every attempt
+// is a KubeScheduler cycle. A pod that leaves, or gives up, reaches the extender as deleted();
+// a pod still waiting after an attempt, or after a retry passed it over, as unschedulable()
+// when `unschedulable` is set (the pod informer's path); otherwise the extender knows of
+// waiting pods only from its own filter, when kube-scheduler's filter left it some node.
+DynamicRun replay_dynamic_deployed(const std::vector<model::Node>& nodes, const Workload& w,
+                                   const Arrivals& a, const SchedulerConfig& config,
+                                   ExtenderPort& extender, std::uint64_t seed,
+                                   const DynamicOptions& options, bool unschedulable = true);
 
 }  // namespace gapless::bench

@@ -281,14 +281,45 @@ double percentile(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
 }
 
+// The in-process path: the static replay's Placer. A pod that waits is recorded as the
+// extender's filter records it (kFilter): the replay sees every failure.
+class EnginePath : public DynamicPath {
+ public:
+  EnginePath(const std::vector<model::Node>& nodes, const Workload& w, const Arrivals& a,
+             const PolicySetup& policy, std::uint64_t seed)
+      : w_(w), placer_(nodes, w, policy, a.node_priority, seed, /*track_oracle=*/false) {}
+
+  std::size_t node_count() const override { return placer_.node_count(); }
+  void arrive(int pod, const std::string& uid) override { placer_.observe(pod, uid); }
+  bool may_fit(int pod, std::size_t n) const override {
+    return placement::quick_fit(placer_.node(n), w_.requests[pod]).code ==
+           placement::FitCode::kFits;
+  }
+  std::size_t start(int pod, const std::string& uid, std::int64_t* granted) override {
+    return placer_.place(pod, uid, granted);
+  }
+  void waiting(int pod, const std::string& uid, double t) override { placer_.wait(pod, uid, t); }
+  void gave_up(int, const std::string& uid) override { placer_.stop_waiting(uid); }
+  void left(int, const std::string& uid, std::size_t n) override { placer_.release(uid, n); }
+
+ private:
+  const Workload& w_;
+  Placer placer_;
+};
+
 }  // namespace
 
 DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload& w,
                           const Arrivals& a, const PolicySetup& policy, std::uint64_t seed,
                           const DynamicOptions& options) {
+  EnginePath path(nodes, w, a, policy, seed);
+  return replay_dynamic(nodes, w, a, path, options);
+}
+
+DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload& w,
+                          const Arrivals& a, DynamicPath& path, const DynamicOptions& options) {
   const auto wall = std::chrono::steady_clock::now();
-  Placer placer(nodes, w, policy, a.node_priority, seed, /*track_oracle=*/false);
-  const std::size_t count = placer.node_count();
+  const std::size_t count = path.node_count();
   const double capacity = static_cast<double>(gpu_capacity_milli(nodes));
   const std::size_t arrivals = a.order.size();
 
@@ -339,7 +370,7 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
   auto start_pod = [&](std::size_t k, double t) {
     const int pod = a.order[k];
     std::int64_t granted = 0;
-    const std::size_t n = placer.place(pod, "pod-" + std::to_string(k), &granted);
+    const std::size_t n = path.start(pod, "pod-" + std::to_string(k), &granted);
     if (n == count) return false;
     used += granted;
     if (t <= horizon) out.alloc_peak = std::max(out.alloc_peak, 100.0 * used / capacity);
@@ -356,7 +387,7 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
     for (std::size_t i = 0; i < waiting.size(); ++i) {
       const std::size_t k = waiting[i];
       if (options.max_wait > 0 && t - out.arrival[k] > options.max_wait) {
-        placer.stop_waiting("pod-" + std::to_string(k));  // gave up
+        path.gave_up(a.order[k], "pod-" + std::to_string(k));
         continue;
       }
       const int pod = a.order[k];
@@ -364,8 +395,7 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
       bool fits = false;
       if (blocked[cls] != pass) {
         for (std::size_t n : freed) {
-          if (placement::quick_fit(placer.node(n), w.requests[pod]).code ==
-              placement::FitCode::kFits) {
+          if (path.may_fit(pod, n)) {
             fits = true;
             break;
           }
@@ -375,7 +405,7 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
       blocked[cls] = pass;  // placements only take room: the rest of the class cannot fit either
       // Still waiting after a departure, as kube-scheduler finds it when a pod deletion
       // requeues it: from the second time it may hold a drain target.
-      placer.wait(pod, "pod-" + std::to_string(k), t);
+      path.waiting(pod, "pod-" + std::to_string(k), t);
       waiting[keep++] = k;
     }
     waiting.resize(keep);
@@ -393,7 +423,7 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
       while (!departures.empty() && departures.top().first == t) {
         const std::size_t k = departures.top().second;
         departures.pop();
-        placer.release("pod-" + std::to_string(k), node_of[k]);
+        path.left(a.order[k], "pod-" + std::to_string(k), node_of[k]);
         used -= granted_of[k];
         if (!is_freed[node_of[k]]) {
           is_freed[node_of[k]] = 1;
@@ -403,10 +433,10 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
       retry(t);
     } else {
       advance(arrive);
-      placer.observe(a.order[next], "pod-" + std::to_string(next));
+      path.arrive(a.order[next], "pod-" + std::to_string(next));
       if (!start_pod(next, arrive)) {
         waiting.push_back(next);
-        placer.wait(a.order[next], "pod-" + std::to_string(next), arrive);
+        path.waiting(a.order[next], "pod-" + std::to_string(next), arrive);
       }
       ++next;
     }
@@ -447,7 +477,8 @@ std::vector<DynamicCell> run_dynamic_sweep(
     const std::vector<model::Node>& nodes, const std::vector<Workload>& workloads,
     const std::vector<PolicySetup>& policies, const std::vector<int>& seeds,
     const DynamicOptions& options, unsigned threads,
-    const std::function<void(int, int, const std::string&)>& progress) {
+    const std::function<void(int, int, const std::string&)>& progress,
+    const DynamicRunner& runner) {
   const std::size_t W = workloads.size(), P = policies.size(), S = seeds.size();
   std::vector<Arrivals> arrivals(W * S);
   for (std::size_t w = 0; w < W; ++w) {
@@ -471,8 +502,11 @@ std::vector<DynamicCell> run_dynamic_sweep(
       [&](int job) {
         const std::size_t s = job % S, p = job / S % P, w = job / S / P;
         DynamicCell& c = cells[w * P + p];
-        c.runs[s] = replay_dynamic(nodes, workloads[w], arrivals[w * S + s], policies[p],
-                                   static_cast<std::uint64_t>(seeds[s]), options);
+        const auto seed = static_cast<std::uint64_t>(seeds[s]);
+        c.runs[s] =
+            runner ? runner(nodes, workloads[w], arrivals[w * S + s], policies[p], seed, options)
+                   : replay_dynamic(nodes, workloads[w], arrivals[w * S + s], policies[p], seed,
+                                    options);
         return c.trace + " x " + c.policy + " x seed " + std::to_string(seeds[s]);
       },
       progress);

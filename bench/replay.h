@@ -129,10 +129,37 @@ struct DynamicRun {
   double seconds = 0;  // wall time of the run
 };
 
+// How the dynamic replay starts pods; the queue, the retries and the clock are the replay's.
+// In-process (replay_dynamic with a PolicySetup): the engine's argmax, as the static replay.
+// As deployed (deployed.h): kube-scheduler's cycle through the extender. Pods are indices into
+// the Workload; `uid` names one arrival.
+class DynamicPath {
+ public:
+  virtual ~DynamicPath() = default;
+  virtual std::size_t node_count() const = 0;
+  // The pod arrives (once, before its first attempt).
+  virtual void arrive(int pod, const std::string& uid) = 0;
+  // Whether a waiting pod may start on node n, which gained room since the pod last failed: a
+  // check cheaper than an attempt and never stricter (a retry skips the pods it rules out).
+  virtual bool may_fit(int pod, std::size_t n) const = 0;
+  // One attempt to start the pod now: its node, with *granted the GPU milli it got, or
+  // node_count() when it did not start.
+  virtual std::size_t start(int pod, const std::string& uid, std::int64_t* granted) = 0;
+  // The pod still waits at time t: its attempt on arrival failed, or a retry left it waiting.
+  virtual void waiting(int pod, const std::string& uid, double t) = 0;
+  // It gave up (DynamicOptions::max_wait) and is gone.
+  virtual void gave_up(int pod, const std::string& uid) = 0;
+  // It ran its lifetime on node n (start's answer) and left.
+  virtual void left(int pod, const std::string& uid, std::size_t n) = 0;
+};
+
 // REQUIRES: nodes sorted by name, arrivals from make_dynamic_arrivals for them.
 DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload& w,
                           const Arrivals& a, const PolicySetup& policy, std::uint64_t seed,
                           const DynamicOptions& options);
+// The same queue and clock, the pods started by `path`. REQUIRES: arrivals for its nodes.
+DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload& w,
+                          const Arrivals& a, DynamicPath& path, const DynamicOptions& options);
 
 // Every seed's dynamic run of one policy on one trace.
 struct DynamicCell {
@@ -140,15 +167,25 @@ struct DynamicCell {
   std::string policy;  // label as given on the command line
   std::vector<int> seeds;
   std::vector<DynamicRun> runs;  // per seed
+  // As deployed (deployed.h): how the extender learns of waiting pods, "filter" or
+  // "filter+unschedulable". Empty: in-process.
+  std::string deployed_waits;
 };
+
+// One dynamic run of a policy; the sweep's default is replay_dynamic in-process.
+using DynamicRunner =
+    std::function<DynamicRun(const std::vector<model::Node>&, const Workload&, const Arrivals&,
+                             const PolicySetup&, std::uint64_t seed, const DynamicOptions&)>;
 
 // Every (trace, policy, seed) over `threads` workers; cells in (trace, policy) order. progress
 // (may be empty) is called after each run with runs done, runs in all, and what finished.
-// REQUIRES: nodes sorted by name; every pod of every workload has times.
+// REQUIRES: nodes sorted by name; every pod of every workload has times; `runner` (when set)
+// safe to call from several threads at once.
 std::vector<DynamicCell> run_dynamic_sweep(
     const std::vector<model::Node>& nodes, const std::vector<Workload>& workloads,
     const std::vector<PolicySetup>& policies, const std::vector<int>& seeds,
     const DynamicOptions& options, unsigned threads,
-    const std::function<void(int, int, const std::string&)>& progress);
+    const std::function<void(int, int, const std::string&)>& progress,
+    const DynamicRunner& runner = {});
 
 }  // namespace gapless::bench

@@ -201,8 +201,14 @@ std::string mean_sd(const Summary& s, int decimals) {
 
 std::string dynamic_json_line(const DynamicCell& cell, const DynamicOptions& options) {
   std::ostringstream o;
-  o << "{\"mode\":\"dynamic\",\"trace\":" << quoted(cell.trace)
-    << ",\"policy\":" << quoted(cell.policy) << ",\"seeds\":[";
+  // As deployed the line says so as the static replay's do, with the replay and the waits.
+  if (cell.deployed_waits.empty()) {
+    o << "{\"mode\":\"dynamic\"";
+  } else {
+    o << "{\"mode\":\"deployed\",\"replay\":\"dynamic\",\"waits\":" << quoted(cell.deployed_waits);
+  }
+  o << ",\"trace\":" << quoted(cell.trace) << ",\"policy\":" << quoted(cell.policy)
+    << ",\"seeds\":[";
   for (std::size_t i = 0; i < cell.seeds.size(); ++i) o << (i ? "," : "") << cell.seeds[i];
   o << "],\"speedup\":" << num(options.speedup, 3) << ",\"max_wait_s\":" << num(options.max_wait, 1)
     << ",\"pods\":" << (cell.runs.empty() ? 0 : cell.runs[0].arrived)
@@ -229,6 +235,10 @@ std::string dynamic_markdown_table(const std::vector<DynamicCell>& cells,
                                    const DynamicOptions& options) {
   std::ostringstream o;
   o << "Dynamic replay, speedup " << num(options.speedup, options.speedup < 10 ? 2 : 0);
+  if (!cells.empty() && !cells.front().deployed_waits.empty()) {
+    o << ", as deployed (waiting pods reach the extender by: " << cells.front().deployed_waits
+      << ")";
+  }
   if (options.max_wait > 0) o << ", max wait " << num(options.max_wait, 0) << " s";
   o << "; mean ± sd over seeds. Pending time = start - arrival (s) over the pods that started; "
        "GPU allocation % time-weighted over [0, last arrival].\n\n"

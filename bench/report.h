@@ -53,11 +53,12 @@ std::string curve_csv(const Cell& cell);
 
 // Dynamic mode (replay.h). Each statistic is taken per run, then mean and sd over seeds.
 //
-// One JSON line: mode "dynamic", trace, policy, seeds, speedup, max_wait_s, pods, horizon_s;
-// pending_mean_s, pending_p50_s, pending_p99_s, pending_max_s (pending time = start - arrival over
-// the pods that started), waited_pct (started pods that waited at all), never_placed,
-// alloc_pct (time-weighted GPU allocation % over [0, last arrival]), alloc_peak_pct, each with
-// a "_sd" twin; seconds_per_run.
+// One JSON line: mode "dynamic" (as deployed: mode "deployed", replay "dynamic", and waits, how
+// waiting pods reach the extender: "filter" or "filter+unschedulable"), trace, policy, seeds,
+// speedup, max_wait_s, pods, horizon_s; pending_mean_s, pending_p50_s, pending_p99_s, pending_max_s
+// (pending time = start - arrival over the pods that started), waited_pct (started pods that waited
+// at all), never_placed, alloc_pct (time-weighted GPU allocation % over [0, last arrival]),
+// alloc_peak_pct, each with a "_sd" twin; seconds_per_run.
 std::string dynamic_json_line(const DynamicCell& cell, const DynamicOptions& options);
 // One row per (trace, policy): pending mean/p50/p99, waited %, never placed, GPU allocation %.
 std::string dynamic_markdown_table(const std::vector<DynamicCell>& cells,

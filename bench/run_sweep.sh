@@ -2,8 +2,8 @@
 # Regenerates bench/results/ (the tables and plots in bench/README.md): builds gapless-bench
 # (Release) and replays the 17 published trace variants, seeds 42-51, with the FGD paper's six
 # baselines and Gapless's own strategy, then the extender's shipped policies, then the dynamic
-# mode on the default trace; last, bench/plot.sh renders the PNGs (skipped, with a note, when
-# gnuplot is missing).
+# mode on the default trace, in-process and as deployed; last, bench/plot.sh renders the PNGs
+# (skipped, with a note, when gnuplot is missing).
 #
 #   bench/run_sweep.sh                 # traces from bench/traces/alibaba-gpu-v2023
 #   TRACES=/path/to/csv bench/run_sweep.sh
@@ -40,6 +40,17 @@ cp "$build"/curves/default_*.csv "$out/curves/"
   --pods "$traces/openb_pod_list_default.csv" --dynamic --speedup 100000 \
   --policy bestfit --policy fgd --policy gapless --policy policies/default.yaml --seeds 42-51 \
   --json --markdown "$out/dynamic.md" --curves "$out/curves" >"$out/dynamic.jsonl"
+# The dynamic mode as deployed, and without the pod informer's Unschedulable path.
+"$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" \
+  --pods "$traces/openb_pod_list_default.csv" --dynamic --speedup 100000 \
+  --policy policies/default.yaml --policy fgd --policy gapless --policy bestfit --seeds 42-51 \
+  --scheduler-config manifests/scheduler-config.yaml \
+  --json --markdown "$out/dynamic_deployed.md" >"$out/dynamic_deployed.jsonl"
+"$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" \
+  --pods "$traces/openb_pod_list_default.csv" --dynamic --speedup 100000 \
+  --policy policies/default.yaml --seeds 42-51 \
+  --scheduler-config manifests/scheduler-config.yaml --no-unschedulable \
+  --json --markdown "$out/dynamic_deployed_filter_only.md" >"$out/dynamic_deployed_filter_only.jsonl"
 if command -v gnuplot >/dev/null; then
   "$root/bench/plot.sh"
 else

@@ -63,6 +63,10 @@ class Recording : public ExtenderPort {
                        const std::string& node) override {
     inner_->bound_elsewhere(p, uid, node);
   }
+  void deleted(const std::string& uid) override { inner_->deleted(uid); }
+  void unschedulable(const TracePod& p, const std::string& uid) override {
+    inner_->unschedulable(p, uid);
+  }
   std::vector<int> chosen_scores;  // Gapless's score of the node each scored pod got
 
  private:

@@ -96,7 +96,7 @@ TEST_CASE("dynamic: arrivals, departures and pending times on a two-node cluster
   const DynamicRun longer = replay_dynamic(nodes, w, a, paper("bestfit"), 42, opt);
   CHECK(longer.alloc_curve == std::vector<double>{50, 100, 100, 100, 50, 0, 0});
   CHECK(longer.waiting_curve == std::vector<double>{0, 1, 1, 1, 0, 0, 0});
-  const std::string csv = dynamic_curve_csv({"micro", "bestfit", {42}, {longer}}, opt);
+  const std::string csv = dynamic_curve_csv({"micro", "bestfit", {42}, {longer}, ""}, opt);
   CHECK(
       csv.starts_with("time_s,time_pct,alloc_mean,alloc_sd,waiting_mean,waiting_sd\n"
                       "0.0,0.00,50.000,0.000,0.00,0.00\n"
