@@ -3,6 +3,7 @@
 // applied fences its node instead of freeing anything.
 #include "gapless/k8s/cluster_sync.h"
 
+#include <algorithm>
 #include <string_view>
 #include <utility>
 
@@ -48,9 +49,27 @@ bool same_grants(const model::Allocation& a, const model::Allocation& b) {
   return a.node == b.node && a.gpus == b.gpus && a.mig == b.mig;
 }
 
+// Whether the pod's PodScheduled condition says kube-scheduler found no node for it; *since
+// gets the condition's lastTransitionTime. Only the reason Unschedulable counts: SchedulerError
+// (a bind that failed) means some node passed.
+bool unschedulable_condition(const json& status, std::string* since) {
+  const json* conditions = field(status, "conditions");
+  if (conditions == nullptr || !conditions->is_array()) return false;
+  for (const json& c : *conditions) {
+    if (!c.is_object() || string_field(c, "type") != "PodScheduled") continue;
+    if (string_field(c, "status") != "False" || string_field(c, "reason") != "Unschedulable") {
+      return false;
+    }
+    *since = string_field(c, "lastTransitionTime");
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
-ClusterSync::ClusterSync(ClusterSyncHooks hooks) : hooks_(std::move(hooks)) {}
+ClusterSync::ClusterSync(ClusterSyncHooks hooks, std::string scheduler_name)
+    : hooks_(std::move(hooks)), scheduler_name_(std::move(scheduler_name)) {}
 
 InformerHandlers ClusterSync::node_handlers() {
   InformerHandlers h;
@@ -179,10 +198,14 @@ ClusterSync::PodFacts ClusterSync::pod_facts(const json& pod) {
     p.name = string_field(*meta, "name");
   }
   if (p.ns.empty()) p.ns = "default";
-  if (const json* spec = field(pod, "spec")) p.node = string_field(*spec, "nodeName");
+  if (const json* spec = field(pod, "spec")) {
+    p.node = string_field(*spec, "nodeName");
+    p.scheduler = string_field(*spec, "schedulerName");
+  }
   if (const json* status = field(pod, "status")) {
     const std::string phase = string_field(*status, "phase");
     p.finished = phase == "Succeeded" || phase == "Failed";
+    p.unschedulable = unschedulable_condition(*status, &p.unschedulable_since);
   }
   // A pod with metadata.deletionTimestamp still runs (and holds its GPUs) until DELETED.
   if (const json* record = field(field(meta, "annotations"), kAllocationAnnotation)) {
@@ -348,12 +371,15 @@ void ClusterSync::apply_pod(const std::string& type, const json& pod) {
   }
   if (type == "DELETED") p.finished = true;
   Outbox out;
+  WaitNews news;
   {
     std::lock_guard lock(mu_);
     hooks_.mutate([&](model::Cluster& c) { account(c, p, out); });
+    track_wait(p, news);
   }
   learn(p);
   emit(out);
+  report(news);
 }
 
 void ClusterSync::replace_pods(const std::vector<json>& pods) {
@@ -361,6 +387,7 @@ void ClusterSync::replace_pods(const std::vector<json>& pods) {
   facts.reserve(pods.size());
   std::unordered_set<std::string> running;  // listed and not finished
   Outbox out;
+  WaitNews news;
   for (const json& pod : pods) {
     PodFacts p = pod_facts(pod);
     if (p.uid.empty()) {
@@ -397,10 +424,64 @@ void ClusterSync::replace_pods(const std::vector<json>& pods) {
     });
     std::erase_if(parked_, [&](const auto& kv) { return running.count(kv.first) == 0; });
     std::erase_if(unrecorded_, [&](const std::string& uid) { return running.count(uid) == 0; });
+    relist_waits(facts, running, news);
   }
   for (const PodFacts& p : facts) learn(p);
   pods_synced_ = true;
   emit(out);
+  report(news);
+}
+
+// ---- Waiting pods -----------------------------------------------------------------------------
+
+bool ClusterSync::waits(const PodFacts& p) const {
+  return p.unschedulable && !p.finished && p.node.empty() && p.parsed &&
+         p.pod.request.kind != model::RequestKind::kNone && p.scheduler == scheduler_name_;
+}
+
+void ClusterSync::track_wait(const PodFacts& p, WaitNews& news) {
+  if (!hooks_.unschedulable) return;
+  if (waits(p)) {
+    waiting_.insert(p.uid);
+    news.waiting.push_back(p);
+  } else if (waiting_.erase(p.uid) > 0) {
+    news.ended.push_back(p.uid);
+  }
+}
+
+void ClusterSync::relist_waits(const std::vector<PodFacts>& facts,
+                               const std::unordered_set<std::string>& running, WaitNews& news) {
+  for (const PodFacts& p : facts) track_wait(p, news);
+  // Deleted while we were not watching.
+  std::erase_if(waiting_, [&](const std::string& uid) {
+    if (running.count(uid) != 0) return false;
+    news.ended.push_back(uid);
+    return true;
+  });
+  // The scheduler's table is oldest first: after a restart, the longest waiting first (a
+  // condition without a time last), not in the list's name order.
+  std::stable_sort(news.waiting.begin(), news.waiting.end(),
+                   [](const PodFacts& a, const PodFacts& b) {
+                     const std::string& x = a.unschedulable_since;
+                     const std::string& y = b.unschedulable_since;
+                     return !x.empty() && (y.empty() || x < y);
+                   });
+}
+
+void ClusterSync::report(const WaitNews& news) const {
+  if (hooks_.stop_waiting) {
+    for (const std::string& uid : news.ended) hooks_.stop_waiting(uid);
+  }
+  for (const PodFacts& p : news.waiting) {
+    ParsedPod pod = p.pod;
+    pod.info.uid = p.uid;
+    hooks_.unschedulable(pod);
+  }
+}
+
+std::size_t ClusterSync::unschedulable() const {
+  std::lock_guard lock(mu_);
+  return waiting_.size();
 }
 
 }  // namespace gapless::k8s
