@@ -159,6 +159,7 @@ void ClusterSync::replace_nodes(const std::vector<json>& nodes) {
   std::unordered_set<std::string> listed;
   parsed.reserve(nodes.size());
   Outbox out;
+  WaitNews news;
   for (const json& obj : nodes) {
     std::string name = node_name(obj);
     if (name.empty()) {
@@ -168,6 +169,7 @@ void ClusterSync::replace_nodes(const std::vector<json>& nodes) {
     listed.insert(name);
     parsed.emplace_back(std::move(name), node_from_json(obj));
   }
+  std::lock_guard order(report_mu_);  // waits reported in the order they are decided
   {
     std::lock_guard lock(mu_);
     hooks_.mutate([&](model::Cluster& c) {
@@ -182,9 +184,11 @@ void ClusterSync::replace_nodes(const std::vector<json>& nodes) {
       }
       retry_parked(c, out);
     });
+    rereport_waits(news);
   }
   nodes_synced_ = true;
   emit(out);
+  report(news);
 }
 
 // ---- Pods -------------------------------------------------------------------------------------
@@ -372,6 +376,7 @@ void ClusterSync::apply_pod(const std::string& type, const json& pod) {
   if (type == "DELETED") p.finished = true;
   Outbox out;
   WaitNews news;
+  std::lock_guard order(report_mu_);  // waits reported in the order they are decided
   {
     std::lock_guard lock(mu_);
     hooks_.mutate([&](model::Cluster& c) { account(c, p, out); });
@@ -397,6 +402,7 @@ void ClusterSync::replace_pods(const std::vector<json>& pods) {
     if (!p.finished) running.insert(p.uid);
     facts.push_back(std::move(p));
   }
+  std::lock_guard order(report_mu_);  // waits reported in the order they are decided
   {
     std::lock_guard lock(mu_);
     hooks_.mutate([&](model::Cluster& c) {
@@ -442,41 +448,53 @@ bool ClusterSync::waits(const PodFacts& p) const {
 void ClusterSync::track_wait(const PodFacts& p, WaitNews& news) {
   if (!hooks_.unschedulable) return;
   if (waits(p)) {
-    waiting_.insert(p.uid);
-    news.waiting.push_back(p);
+    Waiter w{p.pod, p.unschedulable_since};
+    w.pod.info.uid = p.uid;
+    waiting_[p.uid] = w;
+    news.waiting.push_back(std::move(w));
   } else if (waiting_.erase(p.uid) > 0) {
     news.ended.push_back(p.uid);
   }
 }
 
+namespace {
+
+// The scheduler's table is oldest first: the longest waiting first (a condition without a time
+// last), whatever order the pods were listed in.
+template <class Waiter>
+void longest_waiting_first(std::vector<Waiter>& waiting) {
+  std::stable_sort(waiting.begin(), waiting.end(), [](const Waiter& a, const Waiter& b) {
+    return !a.since.empty() && (b.since.empty() || a.since < b.since);
+  });
+}
+
+}  // namespace
+
 void ClusterSync::relist_waits(const std::vector<PodFacts>& facts,
                                const std::unordered_set<std::string>& running, WaitNews& news) {
   for (const PodFacts& p : facts) track_wait(p, news);
   // Deleted while we were not watching.
-  std::erase_if(waiting_, [&](const std::string& uid) {
-    if (running.count(uid) != 0) return false;
-    news.ended.push_back(uid);
+  std::erase_if(waiting_, [&](const auto& kv) {
+    if (running.count(kv.first) != 0) return false;
+    news.ended.push_back(kv.first);
     return true;
   });
-  // The scheduler's table is oldest first: after a restart, the longest waiting first (a
-  // condition without a time last), not in the list's name order.
-  std::stable_sort(news.waiting.begin(), news.waiting.end(),
-                   [](const PodFacts& a, const PodFacts& b) {
-                     const std::string& x = a.unschedulable_since;
-                     const std::string& y = b.unschedulable_since;
-                     return !x.empty() && (y.empty() || x < y);
-                   });
+  longest_waiting_first(news.waiting);
+}
+
+void ClusterSync::rereport_waits(WaitNews& news) const {
+  for (const auto& [uid, w] : waiting_) news.waiting.push_back(w);
+  // Ties (pods without a time) in UID order, not the hash table's.
+  std::sort(news.waiting.begin(), news.waiting.end(),
+            [](const Waiter& a, const Waiter& b) { return a.pod.info.uid < b.pod.info.uid; });
+  longest_waiting_first(news.waiting);
 }
 
 void ClusterSync::report(const WaitNews& news) const {
   if (hooks_.stop_waiting) {
     for (const std::string& uid : news.ended) hooks_.stop_waiting(uid);
   }
-  for (const PodFacts& p : news.waiting) {
-    ParsedPod pod = p.pod;
-    pod.info.uid = p.uid;
-    hooks_.unschedulable(pod);
-  }
+  for (const Waiter& w : news.waiting) hooks_.unschedulable(w.pod);
 }
 
 std::size_t ClusterSync::unschedulable() const {

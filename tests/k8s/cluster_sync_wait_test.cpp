@@ -1,6 +1,7 @@
 // Waiting pods from the pod informer: a pending GPU pod of our scheduler that kube-scheduler
-// marked PodScheduled=False/Unschedulable is reported once per event; its wait ends when it is
-// bound, finishes, is deleted, loses the condition, or is gone on a relist.
+// marked PodScheduled=False/Unschedulable is reported on each event and list that shows it so;
+// its wait ends when it is bound, finishes, is deleted, loses the condition, or is gone on a
+// relist.
 #include <catch2/catch.hpp>
 #include <functional>
 #include <string>
@@ -151,6 +152,13 @@ TEST_CASE("wait: a relist reports the waiting, longest first, and ends the gone"
   CHECK(h.take() == std::vector<std::string>{"stop bound-meanwhile", "stop gone", "wait b-older 8",
                                              "wait stays 8", "wait a-newer 8"});
   CHECK(h.sync.unschedulable() == 3);
+
+  // A list of nodes reports them again (a pod judged before its nodes were known may wait now).
+  h.sync.replace_nodes({topology_node("n1", 8), topology_node("n2", 8)});
+  CHECK(h.take() == std::vector<std::string>{"wait b-older 8", "wait stays 8", "wait a-newer 8"});
+  // A node event alone does not.
+  h.sync.apply_node("ADDED", topology_node("n3", 8));
+  CHECK(h.take().empty());
 }
 
 TEST_CASE("wait: without the hook nothing is tracked", "[k8s][sync][waiting]") {

@@ -63,8 +63,10 @@ struct ClusterSyncHooks {
   // A pending pod of our scheduler asking GPUs, parsed, whose condition says kube-scheduler
   // found no node for it (PodScheduled=False, reason Unschedulable): on every event and relist
   // that shows it so (pod.info.uid set). On a relist, new ones come oldest condition first.
-  // `stop_waiting`: a pod reported so waits no more (bound, finished, deleted, gone on a relist,
-  // or its condition changed). Optional; called like `observe`.
+  // Reported again after a list of nodes (one judged before its nodes were known may wait
+  // now). `stop_waiting`: a pod reported so waits no more (bound, finished, deleted, gone on a
+  // relist, or its condition changed). Optional; called like `observe`, one at a time, in the
+  // order the sync saw the changes.
   std::function<void(const ParsedPod& pod)> unschedulable;
   std::function<void(const std::string& uid)> stop_waiting;
   // Log lines. Optional. This and on_bad_record are called outside `mutate`, from either
@@ -115,9 +117,14 @@ class ClusterSync {
     std::string unschedulable_since;  // that condition's lastTransitionTime (RFC 3339)
   };
   struct Outbox;  // log lines and bad records, emitted after the model is released
-  // Waits begun and ended, reported after the sync's lock is released.
+  // A pod reported unschedulable: what the hook gets, and since when it waits.
+  struct Waiter {
+    ParsedPod pod;      // pod.info.uid set
+    std::string since;  // the condition's lastTransitionTime
+  };
+  // Waits begun (or to report again) and ended, reported after the sync's lock is released.
   struct WaitNews {
-    std::vector<PodFacts> waiting;
+    std::vector<Waiter> waiting;
     std::vector<std::string> ended;
   };
 
@@ -147,6 +154,9 @@ class ClusterSync {
   // those not listed; new waits ordered by how long they have waited.
   void relist_waits(const std::vector<PodFacts>& facts,
                     const std::unordered_set<std::string>& running, WaitNews& news);
+  // REQUIRES: mu_ held. Every waiting pod again, longest waiting first: after a list of nodes,
+  // a pod judged before its nodes were known (no node could take it) may wait now.
+  void rereport_waits(WaitNews& news) const;
   void report(const WaitNews& news) const;
 
   ClusterSyncHooks hooks_;
@@ -156,6 +166,9 @@ class ClusterSync {
   std::atomic<std::size_t> bad_records_{0};
   std::atomic<std::size_t> fences_lifted_{0};
   std::atomic<std::size_t> reservations_dropped_{0};
+  // Held from deciding a pod's wait until its hook returns (outside mu_ and mutate): a relist of
+  // nodes reporting a pod again must not land after the pod informer ended its wait.
+  std::mutex report_mu_;
   mutable std::mutex mu_;  // orders pod bookkeeping across informer threads; taken before `mutate`
   // Bound pods whose node is not in the model yet (the pod informer ran ahead): uid -> pod.
   std::unordered_map<std::string, PodFacts> parked_;
@@ -171,7 +184,7 @@ class ClusterSync {
   // GPU pods bound without a record, logged once.
   std::unordered_set<std::string> unrecorded_;
   // Pods reported unschedulable and not ended since (only while the hook is set).
-  std::unordered_set<std::string> waiting_;
+  std::unordered_map<std::string, Waiter> waiting_;
 };
 
 }  // namespace gapless::k8s
