@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
   std::string tls_key;
   std::string client_ca;
   bool version = false;
+  std::string scheduler_name(k8s::kDefaultSchedulerName);
   k8s::ClaimOptions claims;
   claims.ns = default_namespace();
   claims.holder = replica_name();
@@ -141,6 +142,11 @@ int main(int argc, char** argv) {
                  "this replica's name in claims, unique among replicas (default: $POD_NAME, else "
                  "the host name)")
       ->capture_default_str();
+  app.add_option("--scheduler-name", scheduler_name,
+                 "kube-scheduler profile whose pods Gapless schedules: those it finds no node for "
+                 "wait for a drain target (Kubernetes mode)")
+      ->check([](const std::string& s) { return s.empty() ? "must not be empty" : ""; })
+      ->capture_default_str();
   app.add_flag("--version", version, "print the version and exit");
   CLI11_PARSE(app, argc, argv);
 
@@ -187,7 +193,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     source = "the Kubernetes API at " + config->server;
-    kube = std::make_unique<KubeSource>(std::move(*config), claims);
+    kube = std::make_unique<KubeSource>(std::move(*config), claims, scheduler_name);
   } else {
     auto loaded = cluster_file.empty()
                       ? k8s::parse_cluster_file(gapless_demo_cluster(), "built-in demo cluster")

@@ -31,10 +31,12 @@ k8s::NamespaceHooks namespace_hooks(placement::Scheduler& s) {
 
 }  // namespace
 
-KubeSource::KubeSource(k8s::ClientConfig config, k8s::ClaimOptions claims)
+KubeSource::KubeSource(k8s::ClientConfig config, k8s::ClaimOptions claims,
+                       std::string scheduler_name)
     : api_(std::move(config)),
       binder_(api_, "gapless-extender", bind_events()),
-      claims_(api_, std::move(claims)) {}
+      claims_(api_, std::move(claims)),
+      scheduler_name_(std::move(scheduler_name)) {}
 
 KubeSource::~KubeSource() {
   stop();
@@ -73,7 +75,7 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
     budgets_.forget_pod(uid);
   };
   extender.set_disruption_budgets([this] { return budgets_.resolve(); });
-  sync_ = std::make_unique<k8s::ClusterSync>(std::move(hooks));
+  sync_ = std::make_unique<k8s::ClusterSync>(std::move(hooks), scheduler_name_);
   extender.set_readiness([this] { return synced(); });
   extender.set_claims(&claims_);
 

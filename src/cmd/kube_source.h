@@ -22,7 +22,10 @@
 class KubeSource {
  public:
   // `claims`: where this replica claims GPUs before binding (README "High availability").
-  KubeSource(gapless::k8s::ClientConfig config, gapless::k8s::ClaimOptions claims);
+  // `scheduler_name`: kube-scheduler's profile for Gapless; its pods that kube-scheduler finds
+  // no node for wait (README "Waiting pods").
+  KubeSource(gapless::k8s::ClientConfig config, gapless::k8s::ClaimOptions claims,
+             std::string scheduler_name);
   ~KubeSource();  // stops and joins the informers
 
   gapless::k8s::Binder& binder() { return binder_; }
@@ -39,6 +42,7 @@ class KubeSource {
   gapless::k8s::ApiClient api_;
   gapless::k8s::KubeBinder binder_;
   gapless::k8s::KubeNodeClaims claims_;
+  std::string scheduler_name_;
   std::unique_ptr<gapless::k8s::ClusterSync> sync_;
   std::unique_ptr<gapless::k8s::Informer> nodes_;
   std::unique_ptr<gapless::k8s::Informer> pods_;

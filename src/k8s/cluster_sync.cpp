@@ -3,6 +3,7 @@
 // applied fences its node instead of freeing anything.
 #include "gapless/k8s/cluster_sync.h"
 
+#include <algorithm>
 #include <string_view>
 #include <utility>
 
@@ -48,9 +49,27 @@ bool same_grants(const model::Allocation& a, const model::Allocation& b) {
   return a.node == b.node && a.gpus == b.gpus && a.mig == b.mig;
 }
 
+// Whether the pod's PodScheduled condition says kube-scheduler found no node for it; *since
+// gets the condition's lastTransitionTime. Only the reason Unschedulable counts: SchedulerError
+// (a bind that failed) means some node passed.
+bool unschedulable_condition(const json& status, std::string* since) {
+  const json* conditions = field(status, "conditions");
+  if (conditions == nullptr || !conditions->is_array()) return false;
+  for (const json& c : *conditions) {
+    if (!c.is_object() || string_field(c, "type") != "PodScheduled") continue;
+    if (string_field(c, "status") != "False" || string_field(c, "reason") != "Unschedulable") {
+      return false;
+    }
+    *since = string_field(c, "lastTransitionTime");
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
-ClusterSync::ClusterSync(ClusterSyncHooks hooks) : hooks_(std::move(hooks)) {}
+ClusterSync::ClusterSync(ClusterSyncHooks hooks, std::string scheduler_name)
+    : hooks_(std::move(hooks)), scheduler_name_(std::move(scheduler_name)) {}
 
 InformerHandlers ClusterSync::node_handlers() {
   InformerHandlers h;
@@ -140,6 +159,7 @@ void ClusterSync::replace_nodes(const std::vector<json>& nodes) {
   std::unordered_set<std::string> listed;
   parsed.reserve(nodes.size());
   Outbox out;
+  WaitNews news;
   for (const json& obj : nodes) {
     std::string name = node_name(obj);
     if (name.empty()) {
@@ -149,6 +169,7 @@ void ClusterSync::replace_nodes(const std::vector<json>& nodes) {
     listed.insert(name);
     parsed.emplace_back(std::move(name), node_from_json(obj));
   }
+  std::lock_guard order(report_mu_);  // waits reported in the order they are decided
   {
     std::lock_guard lock(mu_);
     hooks_.mutate([&](model::Cluster& c) {
@@ -163,9 +184,11 @@ void ClusterSync::replace_nodes(const std::vector<json>& nodes) {
       }
       retry_parked(c, out);
     });
+    rereport_waits(news);
   }
   nodes_synced_ = true;
   emit(out);
+  report(news);
 }
 
 // ---- Pods -------------------------------------------------------------------------------------
@@ -179,10 +202,14 @@ ClusterSync::PodFacts ClusterSync::pod_facts(const json& pod) {
     p.name = string_field(*meta, "name");
   }
   if (p.ns.empty()) p.ns = "default";
-  if (const json* spec = field(pod, "spec")) p.node = string_field(*spec, "nodeName");
+  if (const json* spec = field(pod, "spec")) {
+    p.node = string_field(*spec, "nodeName");
+    p.scheduler = string_field(*spec, "schedulerName");
+  }
   if (const json* status = field(pod, "status")) {
     const std::string phase = string_field(*status, "phase");
     p.finished = phase == "Succeeded" || phase == "Failed";
+    p.unschedulable = unschedulable_condition(*status, &p.unschedulable_since);
   }
   // A pod with metadata.deletionTimestamp still runs (and holds its GPUs) until DELETED.
   if (const json* record = field(field(meta, "annotations"), kAllocationAnnotation)) {
@@ -348,12 +375,16 @@ void ClusterSync::apply_pod(const std::string& type, const json& pod) {
   }
   if (type == "DELETED") p.finished = true;
   Outbox out;
+  WaitNews news;
+  std::lock_guard order(report_mu_);  // waits reported in the order they are decided
   {
     std::lock_guard lock(mu_);
     hooks_.mutate([&](model::Cluster& c) { account(c, p, out); });
+    track_wait(p, news);
   }
   learn(p);
   emit(out);
+  report(news);
 }
 
 void ClusterSync::replace_pods(const std::vector<json>& pods) {
@@ -361,6 +392,7 @@ void ClusterSync::replace_pods(const std::vector<json>& pods) {
   facts.reserve(pods.size());
   std::unordered_set<std::string> running;  // listed and not finished
   Outbox out;
+  WaitNews news;
   for (const json& pod : pods) {
     PodFacts p = pod_facts(pod);
     if (p.uid.empty()) {
@@ -370,6 +402,7 @@ void ClusterSync::replace_pods(const std::vector<json>& pods) {
     if (!p.finished) running.insert(p.uid);
     facts.push_back(std::move(p));
   }
+  std::lock_guard order(report_mu_);  // waits reported in the order they are decided
   {
     std::lock_guard lock(mu_);
     hooks_.mutate([&](model::Cluster& c) {
@@ -397,10 +430,76 @@ void ClusterSync::replace_pods(const std::vector<json>& pods) {
     });
     std::erase_if(parked_, [&](const auto& kv) { return running.count(kv.first) == 0; });
     std::erase_if(unrecorded_, [&](const std::string& uid) { return running.count(uid) == 0; });
+    relist_waits(facts, running, news);
   }
   for (const PodFacts& p : facts) learn(p);
   pods_synced_ = true;
   emit(out);
+  report(news);
+}
+
+// ---- Waiting pods -----------------------------------------------------------------------------
+
+bool ClusterSync::waits(const PodFacts& p) const {
+  return p.unschedulable && !p.finished && p.node.empty() && p.parsed &&
+         p.pod.request.kind != model::RequestKind::kNone && p.scheduler == scheduler_name_;
+}
+
+void ClusterSync::track_wait(const PodFacts& p, WaitNews& news) {
+  if (!hooks_.unschedulable) return;
+  if (waits(p)) {
+    Waiter w{p.pod, p.unschedulable_since};
+    w.pod.info.uid = p.uid;
+    waiting_[p.uid] = w;
+    news.waiting.push_back(std::move(w));
+  } else if (waiting_.erase(p.uid) > 0) {
+    news.ended.push_back(p.uid);
+  }
+}
+
+namespace {
+
+// The scheduler's table is oldest first: the longest waiting first (a condition without a time
+// last), whatever order the pods were listed in.
+template <class Waiter>
+void longest_waiting_first(std::vector<Waiter>& waiting) {
+  std::stable_sort(waiting.begin(), waiting.end(), [](const Waiter& a, const Waiter& b) {
+    return !a.since.empty() && (b.since.empty() || a.since < b.since);
+  });
+}
+
+}  // namespace
+
+void ClusterSync::relist_waits(const std::vector<PodFacts>& facts,
+                               const std::unordered_set<std::string>& running, WaitNews& news) {
+  for (const PodFacts& p : facts) track_wait(p, news);
+  // Deleted while we were not watching.
+  std::erase_if(waiting_, [&](const auto& kv) {
+    if (running.count(kv.first) != 0) return false;
+    news.ended.push_back(kv.first);
+    return true;
+  });
+  longest_waiting_first(news.waiting);
+}
+
+void ClusterSync::rereport_waits(WaitNews& news) const {
+  for (const auto& [uid, w] : waiting_) news.waiting.push_back(w);
+  // Ties (pods without a time) in UID order, not the hash table's.
+  std::sort(news.waiting.begin(), news.waiting.end(),
+            [](const Waiter& a, const Waiter& b) { return a.pod.info.uid < b.pod.info.uid; });
+  longest_waiting_first(news.waiting);
+}
+
+void ClusterSync::report(const WaitNews& news) const {
+  if (hooks_.stop_waiting) {
+    for (const std::string& uid : news.ended) hooks_.stop_waiting(uid);
+  }
+  for (const Waiter& w : news.waiting) hooks_.unschedulable(w.pod);
+}
+
+std::size_t ClusterSync::unschedulable() const {
+  std::lock_guard lock(mu_);
+  return waiting_.size();
 }
 
 }  // namespace gapless::k8s

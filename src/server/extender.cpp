@@ -111,6 +111,11 @@ std::string pod_key(const model::PodInfo& p) {
   return p.ns + "/" + p.name;
 }
 
+// The waiting pods' clock (placement::Scheduler::wait): seconds, steady.
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
 
 Extender::Extender(model::Cluster cluster, placement::Policy policy, Binder& binder,
@@ -147,6 +152,8 @@ k8s::ClusterSyncHooks Extender::sync_hooks() {
     metrics_.note_mix_version(scheduler_.mix_version());
   };
   h.forget = [this](const std::string& uid) { scheduler_.forget(uid); };
+  h.unschedulable = [this](const k8s::ParsedPod& pod) { note_unschedulable(pod); };
+  h.stop_waiting = [this](const std::string& uid) { scheduler_.stop_waiting(uid); };
   h.on_reservation_dropped = [this](const std::string&, const std::string&, const std::string&) {
     metrics_.count_reservation_dropped();
   };
@@ -201,12 +208,23 @@ std::string Extender::filter_body(std::string_view body, std::size_t readable) {
 
 void Extender::note_waiting(const k8s::ParsedPod& pod, const placement::Profile& profile,
                             const placement::FilterResult& r) {
-  const double now =
-      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  const double now = now_seconds();
   // kube-scheduler requeues an unschedulable pod at least every 5 minutes
   // (podMaxInUnschedulablePodsDuration), so one not filtered for twice that has gone unseen.
   scheduler_.expire_waiting(now - kWaitingTtlSeconds);
   if (r.passed.empty()) scheduler_.wait(pod.info, pod.request, profile, now);
+}
+
+void Extender::note_unschedulable(const k8s::ParsedPod& pod) {
+  // The profile as filter selects it (PreFilter); a pod naming a missing one is told so by
+  // filter when it gets there, and waits for nothing until then.
+  const auto loaded = scheduler_.policy();
+  std::string error;
+  const placement::Profile* profile =
+      placement::Scheduler::select_profile(*loaded, pod.info, &error);
+  if (profile == nullptr) return;
+  scheduler_.wait(pod.info, pod.request, *profile, now_seconds(),
+                  placement::Scheduler::WaitSource::kUnschedulable);
 }
 
 std::string Extender::prioritize(std::string_view body) {

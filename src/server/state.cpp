@@ -1,6 +1,7 @@
 // GET /debug/state and /metrics: views of the model.
 #include <algorithm>
 #include <bit>
+#include <optional>
 
 #include "cluster_metrics.h"
 #include "gapless/k8s/allocation_record.h"
@@ -99,6 +100,12 @@ json workload_json(const placement::WorkloadMix& mix, std::size_t observed) {
   return {{"podsObserved", observed}, {"shapes", std::move(shapes)}};
 }
 
+// The pod holding the drain target and the node (placement/drain.h), or null.
+json drain_json(const std::optional<placement::DrainReservation>& d) {
+  if (!d) return nullptr;
+  return {{"pod", d->pod_uid}, {"node", d->node}};
+}
+
 }  // namespace
 
 std::string Extender::debug_state() const {
@@ -130,7 +137,9 @@ std::string Extender::debug_state() const {
   return wire::dump(json{{"policy", policy_source()},
                          {"workload", workload_json(scheduler_.mix(), scheduler_.observed())},
                          {"nodes", std::move(nodes)},
-                         {"allocations", std::move(allocations)}});
+                         {"allocations", std::move(allocations)},
+                         {"waiting", scheduler_.waiting()},
+                         {"drain", drain_json(scheduler_.drain())}});
 }
 
 std::string Extender::metrics_text() const {

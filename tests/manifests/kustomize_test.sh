@@ -228,6 +228,9 @@ ge_args = ge.get("args", [])
 check(not any(a.startswith("--cluster") for a in ge_args), "extender runs in-cluster (no --cluster)")
 pol = [a.split("=", 1)[1] for a in ge_args if a.startswith("--policy=")]
 check(len(pol) == 1 and mounted_file(ge, pol[0]) == policy_text, "extender --policy points at the mounted policy")
+sched = [a.split("=", 1)[1] for a in ge_args if a.startswith("--scheduler-name=")] or ["gapless-scheduler"]
+check(sched == [p.get("schedulerName") for p in cfg.get("profiles", [])],
+      "extender --scheduler-name is the scheduler profile's schedulerName")
 listen = [a.split("=", 1)[1] for a in ge_args if a.startswith("--listen=")]
 check(listen == ["0.0.0.0:8888"], "extender listens on 0.0.0.0:8888 (loopback for kube-scheduler, pod IP for metrics)")
 ports = {p.get("name"): p["containerPort"] for p in ge.get("ports", [])}

@@ -9,6 +9,14 @@
 // allocation of every pod it does not contain, and a pod whose bind is in flight is still
 // pending.
 //
+// Waiting pods (README "Waiting pods"): kube-scheduler calls the extender's filter only when its
+// own filters leave some node, so a large pod that no node has room for by kube-scheduler's own
+// count never reaches Gapless's filter. What it does write, once per change, is the pod's
+// condition PodScheduled=False with reason Unschedulable. A pending GPU pod of our scheduler
+// carrying it is reported through `unschedulable`; its wait ends (`stop_waiting`) when it is
+// bound, finishes, is deleted, or its condition no longer says Unschedulable (a bind that
+// failed says SchedulerError: some node did pass, it waits for no drain).
+//
 // Thread-safe: informer threads call the handlers concurrently; every change goes through
 // `mutate`, which must give exclusive access to the model.
 #pragma once
@@ -18,6 +26,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -27,6 +36,10 @@
 #include "gapless/model/cluster.h"
 
 namespace gapless::k8s {
+
+// The name of Gapless's profile in kube-scheduler (manifests/scheduler-config.yaml): pods with
+// this spec.schedulerName are ours to wait for.
+inline constexpr std::string_view kDefaultSchedulerName = "gapless-scheduler";
 
 struct ClusterSyncHooks {
   // Exclusive access to the model (server::Extender::mutate).
@@ -47,6 +60,15 @@ struct ClusterSyncHooks {
   // neither `mutate` nor the sync's own lock.
   std::function<void(const model::PodInfo& pod, const model::GpuRequest& req)> observe;
   std::function<void(const std::string& uid)> forget;
+  // A pending pod of our scheduler asking GPUs, parsed, whose condition says kube-scheduler
+  // found no node for it (PodScheduled=False, reason Unschedulable): on every event and relist
+  // that shows it so (pod.info.uid set). On a relist, new ones come oldest condition first.
+  // Reported again after a list of nodes (one judged before its nodes were known may wait
+  // now). `stop_waiting`: a pod reported so waits no more (bound, finished, deleted, gone on a
+  // relist, or its condition changed). Optional; called like `observe`, one at a time, in the
+  // order the sync saw the changes.
+  std::function<void(const ParsedPod& pod)> unschedulable;
+  std::function<void(const std::string& uid)> stop_waiting;
   // Log lines. Optional. This and on_bad_record are called outside `mutate`, from either
   // informer thread, possibly at the same time.
   std::function<void(const std::string& message)> log;
@@ -54,7 +76,9 @@ struct ClusterSyncHooks {
 
 class ClusterSync {
  public:
-  explicit ClusterSync(ClusterSyncHooks hooks);
+  // `scheduler_name`: only pods whose spec.schedulerName equals it are reported unschedulable.
+  explicit ClusterSync(ClusterSyncHooks hooks,
+                       std::string scheduler_name = std::string(kDefaultSchedulerName));
 
   // Handlers to give the node and pod informers.
   InformerHandlers node_handlers();
@@ -73,6 +97,8 @@ class ClusterSync {
   std::size_t fences_lifted() const { return fences_lifted_.load(); }
   // Local reservations dropped because a record seen on the watch needed their GPUs.
   std::size_t reservations_dropped() const { return reservations_dropped_.load(); }
+  // Pods reported unschedulable whose wait has not ended.
+  std::size_t unschedulable() const;
 
  private:
   // What a Pod object says, as far as GPUs go.
@@ -84,10 +110,23 @@ class ClusterSync {
     bool record_is_string = false;
     std::string record;
     bool asks_gpus = false;
-    bool parsed = false;  // the pod's requests could be read (into `pod`)
-    ParsedPod pod;        // its requests, CPU and memory included
+    bool parsed = false;              // the pod's requests could be read (into `pod`)
+    ParsedPod pod;                    // its requests, CPU and memory included
+    std::string scheduler;            // spec.schedulerName
+    bool unschedulable = false;       // PodScheduled=False, reason Unschedulable
+    std::string unschedulable_since;  // that condition's lastTransitionTime (RFC 3339)
   };
   struct Outbox;  // log lines and bad records, emitted after the model is released
+  // A pod reported unschedulable: what the hook gets, and since when it waits.
+  struct Waiter {
+    ParsedPod pod;      // pod.info.uid set
+    std::string since;  // the condition's lastTransitionTime
+  };
+  // Waits begun (or to report again) and ended, reported after the sync's lock is released.
+  struct WaitNews {
+    std::vector<Waiter> waiting;
+    std::vector<std::string> ended;
+  };
 
   static PodFacts pod_facts(const nlohmann::json& pod);
   // REQUIRES: mu_ held, inside mutate.
@@ -107,14 +146,30 @@ class ClusterSync {
   void clear_rejection(model::Cluster& c, const std::string& uid, const std::string& why,
                        Outbox& out);
   void emit(const Outbox& out) const;
+  // Whether the pod is ours, pending and found unschedulable (see the class comment).
+  bool waits(const PodFacts& p) const;
+  // REQUIRES: mu_ held. Follows the pod's wait in waiting_, noting what changed.
+  void track_wait(const PodFacts& p, WaitNews& news);
+  // REQUIRES: mu_ held. track_wait for a relist: listed pods, and the end of the waits of
+  // those not listed; new waits ordered by how long they have waited.
+  void relist_waits(const std::vector<PodFacts>& facts,
+                    const std::unordered_set<std::string>& running, WaitNews& news);
+  // REQUIRES: mu_ held. Every waiting pod again, longest waiting first: after a list of nodes,
+  // a pod judged before its nodes were known (no node could take it) may wait now.
+  void rereport_waits(WaitNews& news) const;
+  void report(const WaitNews& news) const;
 
   ClusterSyncHooks hooks_;
+  const std::string scheduler_name_;
   std::atomic<bool> nodes_synced_{false};
   std::atomic<bool> pods_synced_{false};
   std::atomic<std::size_t> bad_records_{0};
   std::atomic<std::size_t> fences_lifted_{0};
   std::atomic<std::size_t> reservations_dropped_{0};
-  std::mutex mu_;  // orders pod bookkeeping across informer threads; taken before `mutate`
+  // Held from deciding a pod's wait until its hook returns (outside mu_ and mutate): a relist of
+  // nodes reporting a pod again must not land after the pod informer ended its wait.
+  std::mutex report_mu_;
+  mutable std::mutex mu_;  // orders pod bookkeeping across informer threads; taken before `mutate`
   // Bound pods whose node is not in the model yet (the pod informer ran ahead): uid -> pod.
   std::unordered_map<std::string, PodFacts> parked_;
   // Pods whose record fenced their node: uid -> the record (so repeats are not counted again)
@@ -128,6 +183,8 @@ class ClusterSync {
   std::unordered_set<std::string> confirmed_;
   // GPU pods bound without a record, logged once.
   std::unordered_set<std::string> unrecorded_;
+  // Pods reported unschedulable and not ended since (only while the hook is set).
+  std::unordered_map<std::string, Waiter> waiting_;
 };
 
 }  // namespace gapless::k8s

@@ -95,7 +95,8 @@ class Extender {
   placement::Scheduler& scheduler() { return scheduler_; }
   const placement::Scheduler& scheduler() const { return scheduler_; }
   // What the informers' ClusterSync needs to keep this extender's model and learned mix
-  // current: exclusive access to the model, and every pod seen or gone. Logging hooks are the
+  // current: exclusive access to the model, every pod seen or gone, and the pods that
+  // kube-scheduler found no node for (they wait, placement/drain.h). Logging hooks are the
   // caller's to add.
   k8s::ClusterSyncHooks sync_hooks();
 
@@ -112,6 +113,10 @@ class Extender {
   // passed, so that a large pod found waiting again holds a node to drain.
   void note_waiting(const k8s::ParsedPod& pod, const placement::Profile& profile,
                     const placement::FilterResult& r);
+  // The pod informer saw kube-scheduler give up on the pod (PodScheduled=False, Unschedulable):
+  // it waits under the profile filter would select, with no expiry (its wait ends when the
+  // informer says so, or it gets an allocation).
+  void note_unschedulable(const k8s::ParsedPod& pod);
   // Reserve: the pod's GPUs on `node`, claimed (with claims set) against the other replicas';
   // when one of them claimed part of what was chosen, chosen again beside their claims.
   // *conflict: the last claim lost to another replica's.
