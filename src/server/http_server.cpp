@@ -27,6 +27,12 @@ namespace gapless::server {
 namespace {
 
 constexpr const char* kJson = "application/json";
+// The verbs' answers: JSON that httplib does not gzip. kube-scheduler's Go client asks for gzip
+// on every call (Accept-Encoding), and httplib compresses "application/json" when asked: a
+// zlib stream set up per answer, and for a full-node answer megabytes deflated, to cross a
+// loopback (measured through a real kube-scheduler: README). httplib compresses only exact
+// content types it knows, so the charset parameter, which JSON readers ignore, keeps it off.
+constexpr const char* kVerbJson = "application/json; charset=utf-8";
 
 struct Verb {
   const char* name;
@@ -390,6 +396,10 @@ void HttpServer::install_routes() {
   // httplib writes a response's headers and body separately; with Nagle's algorithm on, the body
   // waits for the ACK of the headers, which the scheduler's TCP stack delays by up to 40 ms.
   s.set_tcp_nodelay(true);
+  // kube-scheduler sends filter, prioritize and bind for every pod on kept connections; httplib's
+  // default of 5 requests per connection made it reconnect every two pods. A connection holds a
+  // worker only while a request of it is handled, so a long-lived one takes nothing from others.
+  s.set_keep_alive_max_count(100000);
   s.new_task_queue = [pool = pool_.get()] { return new PoolQueue(*pool); };
   // Connections wait for a request at the door (and over HTTPS, handshake there), not on a
   // worker.
@@ -471,7 +481,7 @@ void HttpServer::install_routes() {
       if (!body) return;
       const BodyBudget::Lease held = lease(name, body->size(), res);
       if (!held.granted() || !enter(name, true, req, res)) return;
-      res.set_content(handle(extender_, *body), kJson);
+      res.set_content(handle(extender_, *body), kVerbJson);
     });
   }
   // Health probes are cheap and answered in the overflow lane too.

@@ -75,7 +75,8 @@ TEST_CASE("filter fixture in nodeCache mode: NodeNames subset, Nodes null", "[se
 
   httplib::Response raw = srv.post("/filter", fixture_text("filter-args-nodecache.json"));
   REQUIRE(raw.status == 200);
-  CHECK(raw.get_header_value("Content-Type") == "application/json");
+  // JSON; the charset parameter keeps httplib from gzipping it for kube-scheduler (below).
+  CHECK(raw.get_header_value("Content-Type") == "application/json; charset=utf-8");
   CHECK(raw.body.find("\"Nodes\":null") != std::string::npos);
   const json r = json::parse(raw.body);
   REQUIRE(r.at("NodeNames").is_array());
@@ -98,6 +99,21 @@ TEST_CASE("filter fixture in nodeCache mode: NodeNames subset, Nodes null", "[se
   CHECK(huge.at("FailedAndUnresolvableNodes").contains("gpu-a100-mig-03"));
 
   CHECK(srv.state() == before);  // filter commits nothing
+}
+
+// kube-scheduler's Go client asks for gzip on every call; over loopback compressing is pure cost.
+TEST_CASE("verb answers are not compressed, even when the client accepts gzip", "[server][wire]") {
+  TestServer srv(cluster_of(fixture_nodes()));
+  httplib::Headers gzip = {{"Accept-Encoding", "gzip, deflate, br"}};
+  for (const char* verb : {"/filter", "/prioritize"}) {
+    const std::string fixture_name =
+        std::string(verb) == "/filter" ? "filter-args-nodecache.json" : "prioritize-args.json";
+    auto res = srv.client().Post(verb, gzip, fixture_text(fixture_name), "application/json");
+    REQUIRE(res);
+    CHECK(res->status == 200);
+    CHECK(res->get_header_value("Content-Encoding").empty());
+    CHECK_NOTHROW(json::parse(res->body));
+  }
 }
 
 TEST_CASE("filter fixture in full mode: unmodified input items, NodeNames null", "[server][wire]") {
