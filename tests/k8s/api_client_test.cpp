@@ -357,6 +357,33 @@ TEST_CASE("api client: POST sends the body, its content type and the bearer toke
   CHECK(server.pod("ml", "p0").value()["spec"]["nodeName"] == "n1");
 }
 
+TEST_CASE("api client: calls reuse kept connections; calls at once get their own") {
+  FakeApiServer server;
+  server.add_pod(pod("ml", "p0"));
+  ApiClient client(server.client_config());
+  for (int i = 0; i < 3; ++i) {
+    auto r = client.call("GET", "/api/v1/namespaces/ml/pods/p0", "", "");
+    REQUIRE(r.ok());
+    CHECK(r->status == 200);
+  }
+  const auto requests = server.requests();
+  REQUIRE(requests.size() == 3);
+  // One connection for the three calls: no handshake per call.
+  CHECK(requests[1].remote_port == requests[0].remote_port);
+  CHECK(requests[2].remote_port == requests[0].remote_port);
+  // Calls at the same time each get a connection of their own, and all succeed.
+  std::vector<std::thread> callers;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 4; ++i) {
+    callers.emplace_back([&] {
+      auto r = client.call("GET", "/api/v1/namespaces/ml/pods/p0", "", "");
+      if (r.ok() && r->status == 200) ++ok;
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  CHECK(ok == 4);
+}
+
 TEST_CASE("api client: a 401 re-reads the token file and retries once") {
   TempDir dir;
   FakeApiServer server("token-1");

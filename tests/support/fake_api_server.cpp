@@ -122,6 +122,9 @@ FakeApiServer::FakeApiServer(std::string token)
                                                : status_reason(code)));
   });
 
+  // As kube-apiserver (Go sets TCP_NODELAY): httplib writes headers and body apart, and on a
+  // kept-alive connection Nagle would hold the body for the client's delayed ACK (40 ms).
+  s.set_tcp_nodelay(true);
   port_ = s.bind_to_any_port("127.0.0.1");
   if (port_ <= 0) throw std::runtime_error("fake API server: cannot bind 127.0.0.1");
   thread_ = std::thread([this] { http_->listen_after_bind(); });
@@ -159,8 +162,8 @@ bool FakeApiServer::pre_route(const httplib::Request& req, httplib::Response& re
   bool hold = false;
   {
     std::lock_guard lock(mu_);
-    requests_.push_back(
-        {req.method, req.path, req.target, req.body, req.get_header_value("Authorization")});
+    requests_.push_back({req.method, req.path, req.target, req.body,
+                         req.get_header_value("Authorization"), req.remote_port});
     if (!token_.empty() && req.get_header_value("Authorization") != "Bearer " + token_) {
       send_json(res, 401, failure_status(401, "Unauthorized"));
       return true;

@@ -93,6 +93,7 @@ class FakeApiServer {
     std::string target;  // path and query, as sent
     std::string body;
     std::string authorization;  // the Authorization header, as sent
+    int remote_port = 0;        // the client's: one per connection
   };
 
   // Starts serving at once. `token`: the bearer token to require; "" accepts any request.
