@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "bench_policies.h"
 #include "deployed.h"
 #include "gapless/k8s/cluster_file.h"
 #include "gapless/policy/loader.h"
@@ -14,6 +15,7 @@
 
 using namespace gapless;
 using namespace gapless::bench;
+using namespace gapless::bench::testing;
 
 namespace {
 
@@ -25,16 +27,6 @@ SweepInput fixture_input() {
   const std::string err = load_inputs(kFixtures + "nodes.csv", {kFixtures + "pods.csv"}, &in);
   REQUIRE(err.empty());
   return in;
-}
-
-PolicySetup shipped_policy() {
-  auto policy = policy::load_policy_file(kSource + "/policies/default.yaml");
-  REQUIRE(policy.ok());
-  PolicySetup setup;
-  setup.label = "policies/default.yaml";
-  std::string err;
-  setup.profile = *placement::select_profile(*policy, model::PodInfo{}, &err);
-  return setup;
 }
 
 // Passes every call to the in-process extender and records, for each pod that was scored, the

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_policies.h"
 #include "deployed.h"
 #include "gapless/placement/strategy.h"
 #include "gapless/policy/loader.h"
@@ -15,6 +16,7 @@
 
 using namespace gapless;
 using namespace gapless::bench;
+using namespace gapless::bench::testing;
 
 namespace {
 
@@ -25,26 +27,6 @@ SchedulerConfig shipped_config() {
   auto c = load_scheduler_config(kSource + "/manifests/scheduler-config.yaml");
   REQUIRE(c.ok());
   return *c;
-}
-
-PolicySetup paper(const char* name) {
-  PolicySetup p;
-  p.label = name;
-  p.profile.node = {{placement::find_strategy(name), 1.0}};
-  p.profile.gpu = {{placement::find_strategy(name), 1.0}};
-  p.profile.gpu_weight = 0;
-  p.profile.topology_weight = 0;
-  return p;
-}
-
-PolicySetup shipped_policy() {
-  auto policy = policy::load_policy_file(kSource + "/policies/default.yaml");
-  REQUIRE(policy.ok());
-  PolicySetup setup;
-  setup.label = "policies/default.yaml";
-  std::string err;
-  setup.profile = *placement::select_profile(*policy, model::PodInfo{}, &err);
-  return setup;
 }
 
 TracePod timed(const std::string& name, int gpus, int milli, std::int64_t created,

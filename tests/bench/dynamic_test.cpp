@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_policies.h"
 #include "gapless/placement/strategy.h"
 #include "replay.h"
 #include "report.h"
@@ -13,20 +14,11 @@
 
 using namespace gapless;
 using namespace gapless::bench;
+using namespace gapless::bench::testing;
 
 namespace {
 
 const std::string kFixtures = std::string(GAPLESS_SOURCE_DIR) + "/tests/fixtures/bench/";
-
-PolicySetup paper(const char* name) {
-  PolicySetup p;
-  p.label = name;
-  p.profile.node = {{placement::find_strategy(name), 1.0}};
-  p.profile.gpu = {{placement::find_strategy(name), 1.0}};
-  p.profile.gpu_weight = 0;
-  p.profile.topology_weight = 0;
-  return p;
-}
 
 // A pod asking `gpus` whole GPUs, created at `created`, living `life` seconds.
 TracePod timed(const std::string& name, int gpus, std::int64_t created, std::int64_t life) {

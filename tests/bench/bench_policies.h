@@ -1,0 +1,36 @@
+// The policies the bench tests replay: a paper baseline by name, and the shipped default.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "gapless/placement/strategy.h"
+#include "gapless/policy/loader.h"
+#include "sweep.h"
+
+namespace gapless::bench::testing {
+
+// The strategy alone at both levels, without Gapless's GPU and topology terms (the paper's form).
+inline PolicySetup paper(const char* name) {
+  PolicySetup p;
+  p.label = name;
+  p.profile.node = {{placement::find_strategy(name), 1.0}};
+  p.profile.gpu = {{placement::find_strategy(name), 1.0}};
+  p.profile.gpu_weight = 0;
+  p.profile.topology_weight = 0;
+  return p;
+}
+
+// policies/default.yaml's profile for a pod that names none.
+inline PolicySetup shipped_policy() {
+  auto policy =
+      policy::load_policy_file(std::string(GAPLESS_SOURCE_DIR) + "/policies/default.yaml");
+  REQUIRE(policy.ok());
+  PolicySetup setup;
+  setup.label = "policies/default.yaml";
+  std::string err;
+  setup.profile = *placement::select_profile(*policy, model::PodInfo{}, &err);
+  return setup;
+}
+
+}  // namespace gapless::bench::testing
