@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "bench_policies.h"
 #include "gapless/placement/strategy.h"
 #include "replay.h"
 #include "sweep.h"
@@ -39,13 +40,9 @@ std::int64_t total_request(const Workload& w, const Arrivals& a) {
   return sum;
 }
 
+// The paper's baseline with its oracle mix (the static replay's form).
 PolicySetup paper(const char* name) {
-  PolicySetup p;
-  p.label = name;
-  p.profile.node = {{placement::find_strategy(name), 1.0}};
-  p.profile.gpu = {{placement::find_strategy(name), 1.0}};
-  p.profile.gpu_weight = 0;
-  p.profile.topology_weight = 0;
+  PolicySetup p = testing::paper(name);
   p.oracle_mix = true;
   return p;
 }
