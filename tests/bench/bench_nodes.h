@@ -43,4 +43,14 @@ inline model::GpuRequest cpu_only(std::int64_t cpu) {
   return to_request({"p", cpu, 0, 0, 0, {}});
 }
 
+// A trace pod for the dynamic replays: `gpus` GPUs of `milli` each (a share when one GPU and
+// milli < 1000), created at `created`, living `life` seconds.
+inline TracePod timed(const std::string& name, int gpus, int milli, std::int64_t created,
+                      std::int64_t life, std::int64_t cpu = 1000) {
+  TracePod p{name, cpu, 1024, gpus, gpus == 0 ? 0 : milli, {}};
+  p.creation_time = created;
+  p.deletion_time = created + life;
+  return p;
+}
+
 }  // namespace gapless::bench::testing

@@ -1,14 +1,19 @@
-// The policies the bench tests replay: a paper baseline by name, and the shipped default.
+// What the bench tests replay: a paper baseline by name, the shipped default policy and
+// scheduler configuration, and where the fixtures are.
 #pragma once
 
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "deployed.h"
 #include "gapless/placement/strategy.h"
 #include "gapless/policy/loader.h"
 #include "sweep.h"
 
 namespace gapless::bench::testing {
+
+inline const std::string kSource = GAPLESS_SOURCE_DIR;
+inline const std::string kFixtures = kSource + "/tests/fixtures/bench/";
 
 // The strategy alone at both levels, without Gapless's GPU and topology terms (the paper's form).
 inline PolicySetup paper(const char* name) {
@@ -31,6 +36,13 @@ inline PolicySetup shipped_policy() {
   std::string err;
   setup.profile = *placement::select_profile(*policy, model::PodInfo{}, &err);
   return setup;
+}
+
+// manifests/scheduler-config.yaml, as the as-deployed replays read it.
+inline SchedulerConfig shipped_config() {
+  auto c = load_scheduler_config(kSource + "/manifests/scheduler-config.yaml");
+  REQUIRE(c.ok());
+  return *c;
 }
 
 }  // namespace gapless::bench::testing

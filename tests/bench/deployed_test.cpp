@@ -19,9 +19,6 @@ using namespace gapless::bench::testing;
 
 namespace {
 
-const std::string kSource = GAPLESS_SOURCE_DIR;
-const std::string kFixtures = kSource + "/tests/fixtures/bench/";
-
 SweepInput fixture_input() {
   SweepInput in;
   const std::string err = load_inputs(kFixtures + "nodes.csv", {kFixtures + "pods.csv"}, &in);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_nodes.h"
 #include "bench_policies.h"
 #include "deployed.h"
 #include "gapless/placement/strategy.h"
@@ -19,23 +20,6 @@ using namespace gapless::bench;
 using namespace gapless::bench::testing;
 
 namespace {
-
-const std::string kSource = GAPLESS_SOURCE_DIR;
-const std::string kFixtures = kSource + "/tests/fixtures/bench/";
-
-SchedulerConfig shipped_config() {
-  auto c = load_scheduler_config(kSource + "/manifests/scheduler-config.yaml");
-  REQUIRE(c.ok());
-  return *c;
-}
-
-TracePod timed(const std::string& name, int gpus, int milli, std::int64_t created,
-               std::int64_t life, std::int64_t cpu = 1000) {
-  TracePod p{name, cpu, 1024, gpus, gpus == 0 ? 0 : milli, {}};
-  p.creation_time = created;
-  p.deletion_time = created + life;
-  return p;
-}
 
 double start_of(const Workload& w, const Arrivals& a, const DynamicRun& r,
                 const std::string& name) {

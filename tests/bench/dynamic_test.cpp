@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_nodes.h"
 #include "bench_policies.h"
 #include "gapless/placement/strategy.h"
 #include "replay.h"
@@ -17,16 +18,6 @@ using namespace gapless::bench;
 using namespace gapless::bench::testing;
 
 namespace {
-
-const std::string kFixtures = std::string(GAPLESS_SOURCE_DIR) + "/tests/fixtures/bench/";
-
-// A pod asking `gpus` whole GPUs, created at `created`, living `life` seconds.
-TracePod timed(const std::string& name, int gpus, std::int64_t created, std::int64_t life) {
-  TracePod p{name, 1000, 0, gpus, gpus == 0 ? 0 : 1000, {}};
-  p.creation_time = created;
-  p.deletion_time = created + life;
-  return p;
-}
 
 // Two nodes of one GPU each: every GPU pod takes a whole node.
 std::vector<model::Node> two_single_gpu_nodes() {
@@ -51,9 +42,10 @@ TEST_CASE("dynamic: arrivals, departures and pending times on a two-node cluster
   // p1 and p2 take both GPUs. p3 waits for p2 (leaves at 50). p4 waits for p3 (leaves at 60).
   // p5 arrives at 60, when p3 leaves: the departure comes first, then the waiting p4 takes the
   // GPU, then p5 arrives and waits for p4 (leaves at 65).
-  const Workload w = prepare_workload(
-      "micro", {timed("p1", 1, 0, 100), timed("p2", 1, 10, 40), timed("p3", 1, 20, 10),
-                timed("p4", 1, 55, 5), timed("p5", 1, 60, 1)});
+  const Workload w =
+      prepare_workload("micro", {timed("p1", 1, 1000, 0, 100), timed("p2", 1, 1000, 10, 40),
+                                 timed("p3", 1, 1000, 20, 10), timed("p4", 1, 1000, 55, 5),
+                                 timed("p5", 1, 1000, 60, 1)});
   const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 42);
   DynamicOptions opt;
   opt.curve_points = 7;  // t = 0, 10, ..., 60
@@ -100,9 +92,10 @@ TEST_CASE("dynamic: a departure frees capacity for a waiting pod, past one that 
   const std::vector<model::Node> nodes = two_single_gpu_nodes();
   // r3 asks two GPUs, which no node has: it waits for good but does not block r4, which starts
   // when r2 leaves at 10.
-  const Workload w = prepare_workload(
-      "micro", {timed("r1", 1, 0, 100), timed("r2", 1, 0, 10), timed("r3", 2, 1, 10),
-                timed("r4", 1, 2, 5), timed("r5", 0, 3, 1)});
+  const Workload w =
+      prepare_workload("micro", {timed("r1", 1, 1000, 0, 100), timed("r2", 1, 1000, 0, 10),
+                                 timed("r3", 2, 1000, 1, 10), timed("r4", 1, 1000, 2, 5),
+                                 timed("r5", 0, 1000, 3, 1)});
   const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 7);
   const DynamicRun r = replay_dynamic(nodes, w, a, paper("bestfit"), 7, {});
   CHECK(start_of(w, a, r, "r1") == 0);
@@ -136,7 +129,8 @@ TEST_CASE("dynamic: a departure frees capacity for a waiting pod, past one that 
 TEST_CASE("dynamic: arrivals in creation order, simultaneous ones in a seeded order",
           "[bench][dynamic]") {
   std::vector<TracePod> pods;
-  for (int i = 0; i < 20; ++i) pods.push_back(timed("s" + std::to_string(100 + i), 1, i % 3, 1));
+  for (int i = 0; i < 20; ++i)
+    pods.push_back(timed("s" + std::to_string(100 + i), 1, 1000, i % 3, 1));
   const Workload w = prepare_workload("ties", pods);
   const Arrivals a = make_dynamic_arrivals(w, 5, 42), b = make_dynamic_arrivals(w, 5, 42);
   const Arrivals c = make_dynamic_arrivals(w, 5, 43);
@@ -195,9 +189,10 @@ TEST_CASE("dynamic: with drain.minGpus a waiting 2-GPU pod starts when its drain
   // starts at 21 when S2 leaves; W then waits for B (5 s).
   const std::vector<model::Node> nodes = {to_node({"a", 64000, 1 << 20, 2, "T4"}),
                                           to_node({"b", 64000, 1 << 20, 2, "T4"})};
-  const Workload w = prepare_workload(
-      "drain", {timed("L1", 1, 0, 1000), timed("L2", 1, 0, 1000), timed("S1", 1, 1, 10),
-                timed("S2", 1, 1, 20), timed("B", 2, 2, 5), timed("W", 1, 3, 100)});
+  const Workload w =
+      prepare_workload("drain", {timed("L1", 1, 1000, 0, 1000), timed("L2", 1, 1000, 0, 1000),
+                                 timed("S1", 1, 1000, 1, 10), timed("S2", 1, 1000, 1, 20),
+                                 timed("B", 2, 1000, 2, 5), timed("W", 1, 1000, 3, 100)});
   const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 42);
   DynamicOptions opt;
   PolicySetup off = paper("bestfit");

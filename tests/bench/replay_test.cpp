@@ -13,10 +13,9 @@
 
 using namespace gapless;
 using namespace gapless::bench;
+using gapless::bench::testing::kFixtures;
 
 namespace {
-
-const std::string kFixtures = std::string(GAPLESS_SOURCE_DIR) + "/tests/fixtures/bench/";
 
 Workload pods_of(const std::vector<int>& gpus_per_pod) {
   std::vector<TracePod> pods;
