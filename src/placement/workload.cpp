@@ -104,9 +104,19 @@ WorkloadMix typical_mix(const ShapeCounts& counts, double coverage) {
   }
   for (const auto& [milli, n] : shares) mix.share_sizes.emplace_back(milli, n / share_total);
   mix.model_demand = model_demand(counts);
+  double demand = 0, multi_demand = 0, whole_cpu = 0, whole_gpus = 0;
   for (const auto& [shape, n] : counts) {
     if (shape.gpus >= 2) mix.multi_gpu_shapes.emplace_back(shape, n / total);
+    const double gpu_milli = n * shape.gpus * shape.milli;
+    demand += gpu_milli;
+    if (shape.gpus >= 2) multi_demand += gpu_milli;
+    if (shape.gpus >= 1 && shape.milli >= model::kFullComputeMilli) {
+      whole_cpu += n * static_cast<double>(shape.cpu_milli);
+      whole_gpus += n * shape.gpus;
+    }
   }
+  if (demand > 0) mix.multi_gpu_demand = multi_demand / demand;
+  if (whole_gpus > 0) mix.cpu_per_whole_gpu = whole_cpu / whole_gpus;
   return mix;
 }
 

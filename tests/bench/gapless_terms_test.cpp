@@ -60,6 +60,10 @@ TEST_CASE("the mix keeps model-restricted demand and multi-GPU shapes, rare ones
   CHECK(mix.multi_gpu_shapes[0].first.gpus == 2);
   CHECK(mix.multi_gpu_shapes[1].first == task(1000, 8, 120000));
   CHECK(mix.multi_gpu_shapes[1].second == Approx(1.0 / 100));
+  // GPU demand: 90 + 4 + 2 + 8 GPUs, of which 2 + 8 ask several GPUs.
+  CHECK(mix.multi_gpu_demand == Approx(10.0 / 104));
+  // Whole-GPU pods: 90 x 8 + 8 + 120 cores over 90 + 2 + 8 GPUs; the shares do not count.
+  CHECK(mix.cpu_per_whole_gpu == Approx(8480));
 }
 
 TEST_CASE("the learner also rebuilds when a multi-GPU shape is first seen", "[bench][workload]") {
@@ -136,4 +140,59 @@ TEST_CASE("keep-whole term: a scarce host of a big shape stays whole while other
   CHECK(s.score_node_in(ctx, nodes[1], share(500)) > s.score_node_in(ctx, nodes[0], share(500)));
   // The big pod itself still goes there (nothing else fits it; its score is not zeroed).
   CHECK(s.score_node_in(ctx, nodes[0], whole(8, 120000)) > 0.0);
+}
+
+namespace {
+
+// Whole 1-GPU pods of 12 cores and shares of 4; `multi` 8-GPU pods per 100 of those.
+WorkloadMix cpu_mix(double multi = 0, bool whole_pods = true) {
+  placement::ShapeCounts counts;
+  if (whole_pods) counts[task(1000, 1, 12000)] = 60;
+  counts[task(470, 1, 4000)] = 40;
+  if (multi > 0) counts[task(1000, 8, 96000)] = multi;
+  return placement::typical_mix(counts);
+}
+
+}  // namespace
+
+TEST_CASE("share ties: a node short of CPU for its idle GPUs ranks lower", "[bench][gapless]") {
+  const WorkloadMix mix = cpu_mix();
+  REQUIRE(mix.cpu_per_whole_gpu == Approx(12000));
+  const placement::ScoreContext ctx{&mix, nullptr};
+  const auto& s = gapless_strategy();
+  // Both open a fresh GPU. After it: 7 idle GPUs need 84 cores; `rich` has 92 left, `poor` 72.
+  const model::Node rich = node_with("rich", 96000, 8, {});
+  const model::Node poor = node_with("poor", 96000, 8, {}, 20000);
+  CHECK(s.score_node_in(ctx, rich, share(470, 4000)) >
+        s.score_node_in(ctx, poor, share(470, 4000)));
+  // The further short, the lower.
+  const model::Node poorer = node_with("poorer", 96000, 8, {}, 30000);
+  CHECK(s.score_node_in(ctx, poor, share(470, 4000)) >
+        s.score_node_in(ctx, poorer, share(470, 4000)));
+  // A tie-break only: less waste still wins (a 530 gap the share fills exactly beats a fresh GPU).
+  const model::Node gap = node_with("gap", 96000, 8, {530}, 30000);
+  CHECK(s.score_node_in(ctx, gap, share(470, 4000)) > s.score_node_in(ctx, rich, share(470, 4000)));
+}
+
+TEST_CASE("share ties: a share opening a GPU goes where fewer GPUs are partly used",
+          "[bench][gapless]") {
+  // 190 left beside an 810: the 470 share cannot use it and opens a fresh GPU on either node.
+  const model::Node two = node_with("two", 96000, 8, {810, 810});
+  const model::Node one = node_with("one", 96000, 8, {810});
+  const auto& s = gapless_strategy();
+  const WorkloadMix mix = cpu_mix();
+  const placement::ScoreContext ctx{&mix, nullptr};
+  CHECK(s.score_node_in(ctx, one, share(470, 4000)) > s.score_node_in(ctx, two, share(470, 4000)));
+  // Multi-GPU pods asking a fifth of the demand need empty nodes: no preference.
+  const WorkloadMix multi = cpu_mix(2);
+  REQUIRE(multi.multi_gpu_demand > 0.15);
+  const placement::ScoreContext multi_ctx{&multi, nullptr};
+  CHECK(s.score_node_in(multi_ctx, one, share(470, 4000)) ==
+        s.score_node_in(multi_ctx, two, share(470, 4000)));
+  // Shares alone: nothing to strand, no preference.
+  const WorkloadMix shares = cpu_mix(0, false);
+  REQUIRE(shares.cpu_per_whole_gpu == 0);
+  const placement::ScoreContext shares_ctx{&shares, nullptr};
+  CHECK(s.score_node_in(shares_ctx, one, share(470, 4000)) ==
+        s.score_node_in(shares_ctx, two, share(470, 4000)));
 }

@@ -60,6 +60,12 @@ struct WorkloadMix {
   // pods seen. The few that only a scarce kind of empty node can take (8 GPUs and 120 cores,
   // say) wait for one unless it is kept whole (FragmentCache::breaks_scarce_host).
   std::vector<std::pair<TaskShape, double>> multi_gpu_shapes;
+  // The fraction of all GPU demand seen (GPUs x milli, every shape) that pods asking two GPUs or
+  // more ask. Below a tenth or so, empty nodes are not scarce for them (gapless's share rule).
+  double multi_gpu_demand = 0;
+  // CPU milli a whole GPU comes with: the CPU of pods asking whole GPUs over their GPU count,
+  // every such shape seen. 0 when none was seen. How much CPU a node must keep per idle GPU.
+  double cpu_per_whole_gpu = 0;
 
   bool empty() const { return entries.empty(); }
 };
