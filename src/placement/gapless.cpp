@@ -8,10 +8,11 @@
 // shares in the mix fit it; dead room counts as waste for good, live room as a small expected
 // waste (40 milli, what a live gap is typically left with once filled), and opening a fresh GPU
 // costs 50 milli more, because whole-GPU pods need fresh GPUs. The share takes the GPU with the
-// least waste added; equals fall back to node order (preferring the node with the most CPU and
-// memory left did better on the default trace and far worse on multigpu and gpuspec). Plain best
-// fit (least room left) lands a 320 in a 530 gap, leaving 210 that nobody fits; this rule
-// prefers a 680 gap, whose 360 another 320 still fits.
+// least waste added. Plain best fit (least room left) lands a 320 in a 530 gap, leaving 210 that
+// nobody fits; this rule prefers a 680 gap, whose 360 another 320 still fits. Ties among nodes
+// are broken by CPU (share_cpu_ties below), since the cores a share takes can strand a node's
+// idle GPUs; then node order (preferring plainly the node with the most CPU and memory left did
+// better on the default trace and far worse on multigpu and gpuspec).
 //
 // Whole GPUs and pods without GPUs: the least growth of *stranded* GPU under the mix
 // (fragmentation.h): the idle GPU that pods of each expected shape, placed one after another,
