@@ -112,6 +112,19 @@ std::vector<MetricFamily> cluster_families(const placement::ClusterSummary& s,
   return out;
 }
 
+std::vector<MetricFamily> waiting_families(const WaitStatus& w) {
+  std::vector<MetricFamily> out;
+  add(out.emplace_back(gauge("gapless_waiting_pods",
+                             "Pods of a profile with drain.minGpus that fit no node and wait "
+                             "for one to drain.")),
+      nullptr, "", w.waiting);
+  add(out.emplace_back(gauge("gapless_drain_reserved_nodes",
+                             "Nodes held for the oldest waiting pod (0 or 1): no other pod of "
+                             "no higher priority gets them until it starts.")),
+      nullptr, "", w.reserved_nodes);
+  return out;
+}
+
 std::vector<MetricFamily> quota_families(const std::vector<placement::QuotaRow>& rows) {
   if (rows.empty()) return {};
   MetricFamily used = gauge("gapless_quota_used",

@@ -20,6 +20,15 @@ struct MixStatus {
 std::vector<prometheus::MetricFamily> cluster_families(const placement::ClusterSummary& s,
                                                        const MixStatus& mix);
 
+// Pods waiting for a drain target and the nodes held for them (README "Waiting pods").
+struct WaitStatus {
+  double waiting = 0;         // pods recorded as waiting (placement::Scheduler::waiting)
+  double reserved_nodes = 0;  // 1 while the oldest of them holds a node, else 0
+};
+
+// gapless_waiting_pods and gapless_drain_reserved_nodes.
+std::vector<prometheus::MetricFamily> waiting_families(const WaitStatus& w);
+
 // gapless_quota_used and gapless_quota_limit, a series per placement::QuotaRow (labels quota,
 // namespace, resource, model); no families when the policy has no quotas.
 std::vector<prometheus::MetricFamily> quota_families(const std::vector<placement::QuotaRow>& rows);

@@ -150,6 +150,9 @@ std::string Extender::metrics_text() const {
   const MixStatus mix{static_cast<double>(scheduler_.observed()), metrics_.mix_age_seconds()};
   std::vector<prometheus::MetricFamily> families = cluster_families(summary, mix);
   for (auto& f : quota_families(scheduler_.quota_rows())) families.push_back(std::move(f));
+  const WaitStatus wait{static_cast<double>(scheduler_.waiting()),
+                        scheduler_.drain().has_value() ? 1.0 : 0.0};
+  for (auto& f : waiting_families(wait)) families.push_back(std::move(f));
   return metrics_.serialize(std::move(families));
 }
 

@@ -6,15 +6,6 @@
 namespace gapless::test {
 namespace {
 
-// The value of the sample `series` (name with labels, exactly as exposed), or -1 if absent.
-double sample(const std::string& text, const std::string& series) {
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
-
 const std::string kH100 = "NVIDIA-H100-80GB-HBM3";
 
 }  // namespace
@@ -33,17 +24,18 @@ TEST_CASE("metrics: every cluster metric is exported, per GPU model") {
         "gapless_cluster_shared_compute_allocated_milli", "gapless_cluster_mig_capacity_instances",
         "gapless_cluster_mig_allocated_instances", "gapless_node_largest_free_nvlink_set",
         "gapless_workload_mix_pods_observed", "gapless_workload_mix_age_seconds",
-        "gapless_prioritize_score_margin"}) {
+        "gapless_prioritize_score_margin", "gapless_waiting_pods",
+        "gapless_drain_reserved_nodes"}) {
     INFO(name);
     CHECK_THAT(text, Catch::Contains(std::string("# TYPE ") + name + " "));
   }
   const std::string h100 = "{model=\"" + kH100 + "\"}";
-  CHECK(sample(text, "gapless_cluster_free_nodes" + h100) == 2);
-  CHECK(sample(text, "gapless_cluster_gpu_capacity_gpus" + h100) == 16);
+  CHECK(metric_sample(text, "gapless_cluster_free_nodes" + h100) == 2);
+  CHECK(metric_sample(text, "gapless_cluster_gpu_capacity_gpus" + h100) == 16);
   // Every demo node is counted once in the NVLink histogram; both NVSwitch H100s have 8 free.
   const std::size_t nodes = node_names(demo_cluster()).size();
-  CHECK(sample(text, "gapless_node_largest_free_nvlink_set_count") == nodes);
-  CHECK(sample(text, "gapless_node_largest_free_nvlink_set_bucket{le=\"7\"}") <= nodes - 2);
+  CHECK(metric_sample(text, "gapless_node_largest_free_nvlink_set_count") == nodes);
+  CHECK(metric_sample(text, "gapless_node_largest_free_nvlink_set_bucket{le=\"7\"}") <= nodes - 2);
 }
 
 TEST_CASE("metrics: binding and prioritizing move the cluster metrics") {
@@ -54,12 +46,12 @@ TEST_CASE("metrics: binding and prioritizing move the cluster metrics") {
   REQUIRE(srv.filter_and_bind(pod, "h100-nvs-01") == "");
   const std::string text = srv.get("/metrics").body;
   const std::string h100 = "{model=\"" + kH100 + "\"}";
-  CHECK(sample(text, "gapless_cluster_free_nodes" + h100) == 1);
-  CHECK(sample(text, "gapless_cluster_gpu_allocated_gpus" + h100) == 2);
-  CHECK(sample(text, "gapless_workload_mix_pods_observed") == 1);
-  CHECK(sample(text, "gapless_prioritize_score_margin_count") == 1);
+  CHECK(metric_sample(text, "gapless_cluster_free_nodes" + h100) == 1);
+  CHECK(metric_sample(text, "gapless_cluster_gpu_allocated_gpus" + h100) == 2);
+  CHECK(metric_sample(text, "gapless_workload_mix_pods_observed") == 1);
+  CHECK(metric_sample(text, "gapless_prioritize_score_margin_count") == 1);
   // The mix learned one 2-GPU shape: the H100 node with 6 free GPUs fragments nothing for it.
-  CHECK(sample(text, "gapless_cluster_gpu_fragment_milli" + h100) == 0);
+  CHECK(metric_sample(text, "gapless_cluster_gpu_fragment_milli" + h100) == 0);
 }
 
 }  // namespace gapless::test

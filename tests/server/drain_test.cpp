@@ -51,12 +51,20 @@ TEST_CASE("a waiting pod's drain target is kept from other pods until it binds t
   const json big = gpu_pod("big", "uid-big", 8);
 
   // Filter finds no node: recorded; kube-scheduler's retry finds it waiting again.
+  const auto gauges = [&] {
+    const std::string text = srv.get("/metrics").body;
+    return std::pair{metric_sample(text, "gapless_waiting_pods"),
+                     metric_sample(text, "gapless_drain_reserved_nodes")};
+  };
+  CHECK(gauges() == std::pair{0.0, 0.0});
   CHECK(filter(srv, big).at("NodeNames").empty());
   CHECK(srv.extender().scheduler().waiting() == 1);
   CHECK_FALSE(srv.extender().scheduler().drain());
+  CHECK(gauges() == std::pair{1.0, 0.0});
   CHECK(filter(srv, big).at("NodeNames").empty());
   const auto held = srv.extender().scheduler().drain();
   REQUIRE(held);
+  CHECK(gauges() == std::pair{1.0, 1.0});
   CHECK(held->pod_uid == "uid-big");
   CHECK(held->node == "n-b");  // 3 GPUs in use: the closest to taking it
 
@@ -79,6 +87,7 @@ TEST_CASE("a waiting pod's drain target is kept from other pods until it binds t
   CHECK(srv.call("/bind", bind_args("big", "uid-big", "n-b")).at("Error") == "");
   CHECK_FALSE(srv.extender().scheduler().drain());
   CHECK(srv.extender().scheduler().waiting() == 0);
+  CHECK(gauges() == std::pair{0.0, 0.0});
 }
 
 TEST_CASE("a pod that fails filter once holds nothing; small pods are never recorded",

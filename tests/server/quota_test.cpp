@@ -45,9 +45,7 @@ struct World {
   }
   // The sample of `series` (name and labels as /metrics writes them), or -1 when absent.
   double sample(const std::string& series) {
-    const std::string text = extender.metrics_text();
-    const auto at = text.find(series + " ");
-    return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 1));
+    return metric_sample(extender.metrics_text(), series);
   }
 };
 

@@ -98,6 +98,16 @@ inline std::string extender_args(const json& pod_json, const std::vector<std::st
   return json{{"Pod", pod_json}, {"Nodes", nullptr}, {"NodeNames", nodes}}.dump();
 }
 
+// The sample of `series` (name and labels exactly as /metrics writes them) in `text`, or -1
+// when absent.
+inline double metric_sample(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
 inline std::string bind_args(const std::string& name, const std::string& uid,
                              const std::string& node, const std::string& ns = "default") {
   return json{{"PodName", name}, {"PodNamespace", ns}, {"PodUID", uid}, {"Node", node}}.dump();
