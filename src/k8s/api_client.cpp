@@ -121,7 +121,10 @@ struct ApiClient::Impl {
     std::unique_ptr<httplib::ClientImpl> client;
   };
 
-  std::unique_ptr<Connection> connect(std::chrono::milliseconds read_timeout) const {
+  // A pooled call keeps its connection alive for the next; a watch holds its own and closes it.
+  enum class Reuse { kPooled, kOwn };
+
+  std::unique_ptr<Connection> connect(std::chrono::milliseconds read_timeout, Reuse reuse) const {
     auto conn = std::make_unique<Connection>();
     if (url.https) {
       conn->client = tls->make_client(url.host, url.port, &conn->tls_error);
@@ -131,7 +134,7 @@ struct ApiClient::Impl {
     conn->client->set_connection_timeout(config.timeout);
     conn->client->set_write_timeout(config.timeout);
     conn->client->set_read_timeout(read_timeout);
-    conn->client->set_keep_alive(false);
+    conn->client->set_keep_alive(reuse == Reuse::kPooled);
     // httplib writes a request's headers and body separately: with Nagle's algorithm the body
     // waits for the ACK of the headers, which the API server's TCP stack delays by up to 40 ms.
     // Every write (a claim, a Binding) took ~50 ms against a local kube-apiserver without this.
@@ -152,9 +155,7 @@ struct ApiClient::Impl {
       }
     }
     *reused = false;
-    auto conn = connect(config.timeout);
-    conn->client->set_keep_alive(true);
-    return conn;
+    return connect(config.timeout, Reuse::kPooled);
   }
   // Back to the pool after a call that got an answer; at most kMaxIdle are kept.
   void give_back(std::unique_ptr<Connection> conn) {
@@ -269,7 +270,7 @@ Result<int> ApiClient::watch(const std::string& path,
       server_timeout ? std::chrono::seconds(*server_timeout) + kWatchSlack : kWatchDefault);
   for (int attempt = 0;; ++attempt) {
     const std::string bearer = impl_->token.get();
-    auto conn = impl_->connect(read_timeout);
+    auto conn = impl_->connect(read_timeout, Impl::Reuse::kOwn);
     int status = 0;
     bool stopped = false;  // on_event asked to stop
     std::string bad_stream;
