@@ -6,6 +6,7 @@
 
 #include "gapless/model/node.h"
 #include "gapless/model/request.h"
+#include "replay.h"
 #include "trace.h"
 
 namespace gapless::bench::testing {
@@ -51,6 +52,20 @@ inline TracePod timed(const std::string& name, int gpus, int milli, std::int64_t
   p.creation_time = created;
   p.deletion_time = created + life;
   return p;
+}
+
+// The drain scenario of the dynamic replays: two 2-GPU nodes. L1 and L2 hold one node for good;
+// S1 and S2 fill the other until 11 and 21. B (2 GPUs, 5 s) arrives at 2 and W (1 GPU, 100 s) at
+// 3; when S1 leaves at 11, W takes its GPU unless a drain target holds that node for B.
+struct DrainScenario {
+  std::vector<model::Node> nodes;
+  Workload workload;
+};
+inline DrainScenario drain_scenario() {
+  return {{to_node({"a", 64000, 1 << 20, 2, "T4"}), to_node({"b", 64000, 1 << 20, 2, "T4"})},
+          prepare_workload("drain", {timed("L1", 1, 1000, 0, 1000), timed("L2", 1, 1000, 0, 1000),
+                                     timed("S1", 1, 1000, 1, 10), timed("S2", 1, 1000, 1, 20),
+                                     timed("B", 2, 1000, 2, 5), timed("W", 1, 1000, 3, 100)})};
 }
 
 }  // namespace gapless::bench::testing

@@ -128,12 +128,7 @@ TEST_CASE("dynamic as deployed: a pod kube-scheduler filters out still gets a dr
   // called. W (1 GPU, 100 s) arrives at 3. At 11 S1 leaves. Through B's Unschedulable
   // condition the extender holds that node for B: W does not get it, B starts at 21, W at 26.
   // Without that path the extender never hears of B: W takes the GPU and B starves until 111.
-  const std::vector<model::Node> nodes = {to_node({"a", 64000, 1 << 20, 2, "T4"}),
-                                          to_node({"b", 64000, 1 << 20, 2, "T4"})};
-  const Workload w =
-      prepare_workload("drain", {timed("L1", 1, 1000, 0, 1000), timed("L2", 1, 1000, 0, 1000),
-                                 timed("S1", 1, 1000, 1, 10), timed("S2", 1, 1000, 1, 20),
-                                 timed("B", 2, 1000, 2, 5), timed("W", 1, 1000, 3, 100)});
+  const auto [nodes, w] = drain_scenario();
   const SchedulerConfig config = shipped_config();
   PolicySetup policy = paper("bestfit");
   policy.profile.drain_min_gpus = 2;

@@ -187,12 +187,7 @@ TEST_CASE("dynamic: with drain.minGpus a waiting 2-GPU pod starts when its drain
   // leaves: without a reservation W takes that GPU and B waits for W (until 111). With one, B,
   // found waiting again, holds that node (the closest to taking it), W does not get it, and B
   // starts at 21 when S2 leaves; W then waits for B (5 s).
-  const std::vector<model::Node> nodes = {to_node({"a", 64000, 1 << 20, 2, "T4"}),
-                                          to_node({"b", 64000, 1 << 20, 2, "T4"})};
-  const Workload w =
-      prepare_workload("drain", {timed("L1", 1, 1000, 0, 1000), timed("L2", 1, 1000, 0, 1000),
-                                 timed("S1", 1, 1000, 1, 10), timed("S2", 1, 1000, 1, 20),
-                                 timed("B", 2, 1000, 2, 5), timed("W", 1, 1000, 3, 100)});
+  const auto [nodes, w] = drain_scenario();
   const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 42);
   DynamicOptions opt;
   PolicySetup off = paper("bestfit");
