@@ -142,6 +142,19 @@ double keep_whole_cost(const ScoreContext& ctx, const model::Node& node,
   return ctx.fragments->breaks_scarce_host(node, req, gpus) ? kKeepWholeCost : 0;
 }
 
+// The node's GPUs by what is free on them, counted in the share rule's pass over them.
+struct GpuRooms {
+  int idle = 0;         // nothing in use
+  int partly_used = 0;  // some room left, some in use
+  void count(int room) {
+    if (room >= model::kFullComputeMilli) {
+      ++idle;
+    } else if (room > 0) {
+      ++partly_used;
+    }
+  }
+};
+
 // Ties among the nodes where a share adds the same waste, broken by CPU. Shares ask CPU too (4
 // to 12 cores on the Alibaba trace), and a node whose CPU runs out strands its idle GPUs:
 // - a node whose CPU left after the share falls short of what its idle GPUs need (at the mix's
@@ -152,23 +165,14 @@ double keep_whole_cost(const ScoreContext& ctx, const model::Node& node,
 //   demand; and only while whole-GPU pods are seen (a cluster of shares alone has no GPUs to
 //   strand, and spreading cost gpushare100 a point).
 double share_cpu_ties(const WorkloadMix& mix, const model::Node& node, const model::GpuRequest& req,
-                      bool opens_fresh) {
+                      const GpuRooms& rooms, bool opens_fresh) {
   if (mix.cpu_per_whole_gpu <= 0) return 0;
-  int idle = 0, partly_used = 0;
-  for (const model::Gpu& g : node.gpus) {
-    const int room = free_milli(g);
-    if (room >= model::kFullComputeMilli) {
-      ++idle;
-    } else if (room > 0) {
-      ++partly_used;
-    }
-  }
-  const int idle_after = idle - (opens_fresh ? 1 : 0);
+  const int idle_after = rooms.idle - (opens_fresh ? 1 : 0);
   const double cpu_short =
       idle_after * mix.cpu_per_whole_gpu - cpu_left(node) + cpu_asked(node, req);
   double ties = kTieBreak * std::max(0.0, cpu_short) / 1000.0;
   if (opens_fresh && mix.multi_gpu_demand < kSpreadBelowMultiDemand) {
-    ties += kTieBreak * partly_used;
+    ties += kTieBreak * rooms.partly_used;
   }
   return ties;
 }
@@ -188,9 +192,11 @@ double GaplessStrategy::score_node_in(const ScoreContext& ctx, const model::Node
     const std::span<const float> reserve = reserves(ctx, node, req);
     double best = 1 << 20;
     int first = -1, best_room = 0;
+    GpuRooms rooms;
     for (const model::Gpu& g : node.gpus) {
-      if (!can_serve_now(g, req)) continue;
       const int room = free_milli(g);
+      rooms.count(room);
+      if (!can_serve_now(g, req)) continue;
       const double w = added_waste(room, milli, live) + model_cost(reserve, g.index, milli);
       if (w < best) {
         best = w;
@@ -201,7 +207,7 @@ double GaplessStrategy::score_node_in(const ScoreContext& ctx, const model::Node
     if (first < 0) return 0.0;
     const bool opens_fresh = best_room >= model::kFullComputeMilli;
     // Any GPU of the node breaks it for a multi-GPU shape as well as another.
-    const double waste = best + share_cpu_ties(*mix, node, req, opens_fresh) +
+    const double waste = best + share_cpu_ties(*mix, node, req, rooms, opens_fresh) +
                          keep_whole_cost(ctx, node, req, std::span<const int>(&first, 1));
     return waste_score(waste);
   }
