@@ -28,6 +28,9 @@ if [ "${CI:-}" = "true" ] && [ -z "${SANITIZE+x}" ]; then
 fi
 
 scripts/deps.sh
+# ccache (CMakeLists.txt) hits across clones: paths inside the clone are hashed relative to it, and
+# the working directory (in -g builds' debug info) is not hashed.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-8G}"
 san="${SANITIZE:-}"
 case "$san" in
   "") dir=build; type=RelWithDebInfo ;;
