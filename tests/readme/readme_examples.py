@@ -1,7 +1,15 @@
 #!/usr/bin/env python3
-"""Runs the README's examples against the binary, so the README cannot drift from what it does.
+"""Runs the examples of README.md and docs/*.md against the binary, so the docs cannot drift from
+what it does.
 
-Usage: readme_examples.py GAPLESS_EXTENDER README.md
+Usage: readme_examples.py GAPLESS_EXTENDER REPOSITORY_ROOT [--at-least N]
+
+The pages run in one demo session, in SESSION_ORDER and then the other docs/*.md by name: the
+demo examples of a page continue the session of the pages before it (docs/explain.md explains a
+pod beside the one the README's tour bound). A page of SESSION_ORDER that is missing fails, a
+`<!-- tested: ... -->` marker that is not right above a fenced block fails, and fewer than N
+examples in all (`--at-least`, from CMakeLists.txt) fail: an example moved to a page this script
+does not read must not silently stop being run.
 
 A fenced block is an example when the line before it is an HTML comment `<!-- tested: KIND -->`:
 
@@ -30,7 +38,22 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MARKER = re.compile(r"^<!-- tested: (\S+)(?: (\S+))? -->$")
+SESSION_ORDER = ["README.md", "docs/requesting-gpus.md", "docs/node-side.md", "docs/policies.md",
+                 "docs/quotas.md", "docs/explain.md", "docs/extender-flags-and-routes.md",
+                 "docs/metrics.md", "docs/preemption.md"]
 failures = []
+
+
+def pages(root):
+    """The pages to run, in session order; a missing page of SESSION_ORDER is a failure."""
+    out = []
+    for page in SESSION_ORDER:
+        if os.path.exists(os.path.join(root, page)):
+            out.append(page)
+        else:
+            failures.append(f"{page}: missing (tests/readme/readme_examples.py SESSION_ORDER)")
+    docs = sorted(f"docs/{f}" for f in os.listdir(os.path.join(root, "docs")) if f.endswith(".md"))
+    return out + [page for page in docs if page not in out]
 
 
 def examples(readme):
@@ -39,7 +62,10 @@ def examples(readme):
     out = []
     for i, line in enumerate(lines):
         m = MARKER.match(line.strip())
-        if not m or i + 1 >= len(lines) or not lines[i + 1].startswith("```"):
+        if not m:
+            continue
+        if i + 1 >= len(lines) or not lines[i + 1].startswith("```"):
+            failures.append(f"{os.path.basename(readme)}:{i + 1}: marker not above a fenced block")
             continue
         end = next(j for j in range(i + 2, len(lines)) if lines[j].startswith("```"))
         out.append((m.group(1), m.group(2), i + 2, "\n".join(lines[i + 2:end])))
@@ -109,7 +135,7 @@ def run_demo_block(where, text, binary, demo):
         if res.returncode != 0:
             failures.append(f"{where}: `{command[-1]}` failed: {res.stderr.strip()}")
         elif expected and not same_output(expected, res.stdout):
-            failures.append(f"{where}: `{command[-1]}`\n  README: {''.join(expected)}\n"
+            failures.append(f"{where}: `{command[-1]}`\n  page:   {''.join(expected)}\n"
                             f"  binary: {res.stdout.strip()}")
 
 
@@ -152,7 +178,7 @@ def contained(part, whole, path="") -> list:
     if isinstance(part, list) and isinstance(whole, list) and len(part) <= len(whole):
         return sum((contained(p, w, f"{path}[{i}]") for i, (p, w) in
                     enumerate(zip(part, whole))), [])
-    return [] if part == whole else [f"{path}: README {part!r}, file {whole!r}"]
+    return [] if part == whole else [f"{path}: page {part!r}, file {whole!r}"]
 
 
 def run_subset_block(where, text, path):
@@ -165,31 +191,38 @@ def run_subset_block(where, text, path):
         failures.append(f"{where}: differs from {path}: {problem}")
 
 
+def run_example(where, kind, arg, text, binary, demo):
+    if kind == "demo":
+        run_demo_block(where, text, binary, demo)
+    elif kind == "policy":
+        run_policy_block(where, text, binary)
+    elif kind == "pods":
+        run_pods_block(where, text, demo)
+    elif kind == "subset-of":
+        run_subset_block(where, text, arg)
+    else:
+        failures.append(f"{where}: unknown example kind {kind}")
+
+
 def main():
-    binary, readme = os.path.abspath(sys.argv[1]), sys.argv[2]
+    binary, root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    at_least = int(sys.argv[sys.argv.index("--at-least") + 1]) if "--at-least" in sys.argv else 1
     if shutil.which("curl") is None:
         raise SystemExit("curl is needed (scripts/deps.sh installs it)")
-    found = examples(readme)
+    found = [(page, example) for page in pages(root)
+             for example in examples(os.path.join(root, page))]
     demo = Demo(binary)
     try:
-        for kind, arg, line, text in found:
-            where = f"{os.path.basename(readme)}:{line}"
-            if kind == "demo":
-                run_demo_block(where, text, binary, demo)
-            elif kind == "policy":
-                run_policy_block(where, text, binary)
-            elif kind == "pods":
-                run_pods_block(where, text, demo)
-            elif kind == "subset-of":
-                run_subset_block(where, text, arg)
-            else:
-                failures.append(f"{where}: unknown example kind {kind}")
+        for page, (kind, arg, line, text) in found:
+            run_example(f"{page}:{line}", kind, arg, text, binary, demo)
     finally:
         demo.stop()
+    if len(found) < at_least:
+        failures.append(f"only {len(found)} tested examples found, at least {at_least} expected")
     for f in failures:
         print("FAILED:", f)
-    failed_blocks = len({f.split(":")[1] for f in failures})
-    print(f"{len(found) - failed_blocks} passed, {failed_blocks} failed")
+    failed_blocks = len({":".join(f.split(":")[:2]) for f in failures})
+    print(f"{len(found) - failed_blocks} passed, {failed_blocks} failed ({len(found)} examples)")
     sys.exit(1 if failures or not found else 0)
 
 
