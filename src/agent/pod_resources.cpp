@@ -6,25 +6,24 @@
 
 namespace gapless::agent {
 
-struct PodResourcesClient::Stub {
-  std::unique_ptr<v1::PodResourcesLister::Stub> lister;
-};
-
 PodResourcesClient::PodResourcesClient(std::string socket, std::chrono::milliseconds deadline)
-    : socket_(std::move(socket)), deadline_(deadline), stub_(std::make_unique<Stub>()) {
-  // The channel connects lazily: a kubelet that starts later is found by the next call.
-  auto channel = grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials());
-  stub_->lister = v1::PodResourcesLister::NewStub(channel);
-}
-
-PodResourcesClient::~PodResourcesClient() = default;
+    : socket_(std::move(socket)), deadline_(deadline) {}
 
 Result<std::vector<AssignedPod>> PodResourcesClient::list() const {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + deadline_);
   v1::ListPodResourcesRequest request;
   v1::ListPodResourcesResponse reply;
-  const grpc::Status s = stub_->lister->List(&ctx, request, &reply);
+  // A channel per call: a restarted kubelet's socket is a new file, and a long-lived channel
+  // would sit in reconnect backoff (up to minutes) after it went away. A call every scan
+  // (30 s) makes the new connection cheap.
+  // Its own subchannel pool, or gRPC would share a subchannel (and its backoff) across calls.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto channel =
+      grpc::CreateCustomChannel("unix:" + socket_, grpc::InsecureChannelCredentials(), args);
+  auto lister = v1::PodResourcesLister::NewStub(channel);
+  const grpc::Status s = lister->List(&ctx, request, &reply);
   if (!s.ok()) {
     return Error{"PodResources List on " + socket_ + ": " + s.error_message() + " (code " +
                  std::to_string(static_cast<int>(s.error_code())) + ")"};

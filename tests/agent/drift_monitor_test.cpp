@@ -38,6 +38,7 @@ class FakePodResources final : public v1::PodResourcesLister::Service {
  public:
   explicit FakePodResources(const std::string& socket) {
     std::filesystem::create_directories(std::filesystem::path(socket).parent_path());
+    std::filesystem::remove(socket);  // a restarted kubelet's socket is a new file
     grpc::ServerBuilder builder;
     builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
     builder.RegisterService(this);
@@ -398,6 +399,39 @@ TEST_CASE("drift: wake() checks at once instead of at the next poll", "[drift][a
   CHECK(test::eventually([&] { return rig.published_gpus()[5].contains("inUseBy"); }));
   stop = true;
   loop.join();
+}
+
+}  // namespace
+
+namespace {
+
+TEST_CASE("drift: across a kubelet restart the fence stays and nothing is reported twice",
+          "[drift][agent]") {
+  const auto uuids = fixture_uuids();
+  Rig rig;
+  auto kubelet = std::make_unique<FakePodResources>(rig.socket);
+  rig.api.add_pod(running_pod("other", std::nullopt, ""));
+  kubelet->set({holding("other", uuids[2])});
+  REQUIRE(rig.a->tick().ok());
+  REQUIRE(rig.drift_events().size() == 1);
+
+  kubelet.reset();  // the kubelet is down: the fence must not lift
+  REQUIRE(rig.a->tick().ok());
+  CHECK(rig.published_gpus()[2].at("inUseBy") == json::array({"ml/other/main"}));
+
+  // Back, answering from its checkpoint: the same assignment, the same finding (not reported
+  // again), and a pod admitted since, which is.
+  rig.api.add_pod(running_pod("late", std::nullopt, ""));
+  kubelet = std::make_unique<FakePodResources>(rig.socket);
+  kubelet->set({holding("other", uuids[2]), holding("late", uuids[4])});
+  REQUIRE(rig.a->tick().ok());
+  const json gpus = rig.published_gpus();
+  CHECK(gpus[2].at("inUseBy") == json::array({"ml/other/main"}));
+  CHECK(gpus[4].at("inUseBy") == json::array({"ml/late/main"}));
+  const auto events = rig.drift_events();
+  REQUIRE(events.size() == 2);
+  CHECK(events[1].at("involvedObject").value("name", "") == "late");
+  CHECK(rig.metric_has("gapless_agent_drift_containers{kind=\"no-record\"} 2"));
 }
 
 }  // namespace

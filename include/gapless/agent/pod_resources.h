@@ -3,11 +3,10 @@
 // container. The kubelet answers from its device manager's state, which it checkpoints, so the
 // answer after a kubelet restart is the assignment made before it.
 //
-// Ownership: owns its channel. Thread-safety: list() may be called from any thread.
+// Thread-safety: list() may be called from any thread (each call opens its own connection).
 #pragma once
 
 #include <chrono>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,9 +41,6 @@ class PodResourcesClient {
   // `socket`: the file path of the kubelet's socket. Each call gives up after `deadline`.
   explicit PodResourcesClient(std::string socket,
                               std::chrono::milliseconds deadline = std::chrono::seconds(5));
-  ~PodResourcesClient();
-  PodResourcesClient(const PodResourcesClient&) = delete;
-  PodResourcesClient& operator=(const PodResourcesClient&) = delete;
 
   const std::string& socket() const { return socket_; }
 
@@ -54,10 +50,8 @@ class PodResourcesClient {
   Result<std::vector<AssignedPod>> list() const;
 
  private:
-  struct Stub;
   std::string socket_;
   std::chrono::milliseconds deadline_;
-  std::unique_ptr<Stub> stub_;
 };
 
 }  // namespace gapless::agent
