@@ -386,19 +386,26 @@ TEST_CASE("drift: wake() checks at once instead of at the next poll", "[drift][a
   const auto uuids = fixture_uuids();
   Rig rig;  // polls every 30 s
   FakePodResources kubelet(rig.socket);
-  std::atomic<bool> stop{false};
-  std::thread loop([&] { rig.a->run(stop); });
+  struct Loop {  // joined however the test ends
+    explicit Loop(agent::Agent& a) : thread([&a, this] { a.run(stop); }) {}
+    ~Loop() {
+      stop = true;
+      thread.join();
+    }
+    std::atomic<bool> stop{false};
+    std::thread thread;
+  } loop(*rig.a);
+  // The first tick's annotation is on the Node: its drift check is done (it runs before the
+  // publish). The next poll is 30 s away, longer than eventually() waits.
   REQUIRE(test::eventually([&] {
-    return rig.api.node("gpu-1")->contains("metadata") &&
-           rig.api.count_requests("PATCH", "/api/v1/nodes/gpu-1") == 1;
+    auto n = rig.api.node("gpu-1");
+    return n && k8s::field_path(*n, {"metadata", "annotations", agent::kTopologyAnnotation});
   }));
   rig.api.add_pod(running_pod("other", std::nullopt, ""));
   kubelet.set({holding("other", uuids[5])});
   rig.a->wake();
   CHECK(test::eventually([&] { return rig.drift_events().size() == 1; }));
   CHECK(test::eventually([&] { return rig.published_gpus()[5].contains("inUseBy"); }));
-  stop = true;
-  loop.join();
 }
 
 }  // namespace
