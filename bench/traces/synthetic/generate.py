@@ -86,14 +86,14 @@ THEMES = [
         "cpu_pod_cores": [2, 4, 8], "cpu_pod_gib": [8, 16, 32]}),
     ("cpu", {
         "fleet": {"a100x8": 30, "h100x8": 20, "l40sx4": 25, "a10x4": 15, "t4x4": 10},
-        "mix": [30, 64, 4, 1.5, 0.5], "cpu_only": 0.30, "spec": 0.10,
-        "pools": ["pow2", "tenths"], "cores": [16, 24, 32, 48], "gib": [32, 64],
-        "cpu_pod_cores": [8, 16, 32, 48], "cpu_pod_gib": [16, 32, 64]}),
+        "mix": [30, 64, 4, 1.5, 0.5], "cpu_only": 0.15, "spec": 0.10,
+        "pools": ["pow2", "tenths"], "cores": [12, 16, 24], "gib": [32, 64],
+        "cpu_pod_cores": [4, 8, 16, 32], "cpu_pod_gib": [16, 32, 64]}),
     ("mem", {
         "fleet": {"a100x8": 30, "h100x8": 15, "l40sx4": 30, "a10x4": 15, "t4x2": 10},
-        "mix": [30, 62, 5, 2, 1], "cpu_only": 0.20, "spec": 0.10,
-        "pools": ["mig", "thirds"], "cores": [8, 12], "gib": [96, 128, 192, 256],
-        "cpu_pod_cores": [4, 8, 16], "cpu_pod_gib": [64, 128, 256, 512]}),
+        "mix": [30, 62, 5, 2, 1], "cpu_only": 0.15, "spec": 0.10,
+        "pools": ["mig", "thirds"], "cores": [8, 12], "gib": [64, 96, 128],
+        "cpu_pod_cores": [4, 8, 16], "cpu_pod_gib": [32, 64, 128, 256]}),
 ]
 
 GPU_COUNTS = [1, 1, 2, 4, 8]  # GPUs of the mix's kinds: share, 1, 2, 4, 8
