@@ -3,18 +3,34 @@
 # (Release) and replays the 17 published trace variants, seeds 42-51, with the FGD paper's six
 # baselines and Gapless's own strategy, then the extender's shipped policies, then the dynamic
 # mode on the default trace, in-process and as deployed; last, bench/plot.sh renders the PNGs
-# (skipped, with a note, when gnuplot is missing).
+# (skipped, with a note, when gnuplot is missing). Last, the generalization check (issue 27): the
+# shipped default as deployed against FGD and BestFit on the 17 traces and on the synthetic family
+# (bench/traces/synthetic/: tune-* the tuning half, val-* the validation half), with the worst
+# margin to FGD over each set printed and written to results/generalization.md.
 #
 #   bench/run_sweep.sh                 # traces from bench/traces/alibaba-gpu-v2023
 #   TRACES=/path/to/csv bench/run_sweep.sh
+#   SWEEP=generalization bench/run_sweep.sh   # only the as-deployed table and the generalization
+#                                             # check (no paper baselines, dynamic mode or plots)
+#   SEEDS=42-44 THREADS=1 ...          # fewer seeds, fewer threads (default 42-51, all cores)
+#   BENCH=build/gapless-bench ...      # use that binary instead of building build-bench/
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 traces=${TRACES:-$root/bench/traces/alibaba-gpu-v2023}
 build=${BUILD:-$root/build-bench}
 out=$root/bench/results
+synthetic=$root/bench/traces/synthetic
+sweep=${SWEEP:-all}
+seeds=${SEEDS:-42-51}
+threads=()
+if [[ -n ${THREADS:-} ]]; then threads=(--threads "$THREADS"); fi
 
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j2 --target gapless-bench
+if [[ -n ${BENCH:-} ]]; then  # a gapless-bench built elsewhere; no build here
+  build=$(cd "$(dirname "$BENCH")" && pwd)
+else
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build" -j"${JOBS:-2}" --target gapless-bench
+fi
 
 pods=()
 for t in default cpu050 cpu100 cpu200 cpu250 gpushare40 gpushare60 gpushare80 gpushare100 \
@@ -23,6 +39,7 @@ for t in default cpu050 cpu100 cpu200 cpu250 gpushare40 gpushare60 gpushare80 gp
 done
 mkdir -p "$out/curves" "$build/curves"
 cd "$root"
+if [[ $sweep == all ]]; then
 "$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" "${pods[@]}" \
   --policy random --policy dotprod --policy clustering --policy packing --policy bestfit \
   --policy fgd --policy gapless --seeds 42-51 --json \
@@ -31,11 +48,6 @@ cp "$build"/curves/default_*.csv "$out/curves/"
 "$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" "${pods[@]}" \
   --policy policies/default.yaml --policy bundle --policy spread --seeds 42-51 --json \
   --markdown "$out/table_policies.md" >"$out/results_policies.jsonl"
-# As deployed: the same replays through kube-scheduler configured as manifests/ ships it.
-"$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" "${pods[@]}" \
-  --policy policies/default.yaml --seeds 42-51 --json \
-  --scheduler-config manifests/scheduler-config.yaml \
-  --markdown "$out/table_deployed.md" >"$out/results_deployed.jsonl"
 "$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" \
   --pods "$traces/openb_pod_list_default.csv" --dynamic --speedup 100000 \
   --policy bestfit --policy fgd --policy gapless --policy policies/default.yaml --seeds 42-51 \
@@ -51,6 +63,29 @@ cp "$build"/curves/default_*.csv "$out/curves/"
   --policy policies/default.yaml --seeds 42-51 \
   --scheduler-config manifests/scheduler-config.yaml --no-unschedulable \
   --json --markdown "$out/dynamic_deployed_filter_only.md" >"$out/dynamic_deployed_filter_only.jsonl"
+fi
+# As deployed: the same replays through kube-scheduler configured as manifests/ ships it.
+"$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" "${pods[@]}" \
+  --policy policies/default.yaml --seeds "$seeds" "${threads[@]}" --json \
+  --scheduler-config manifests/scheduler-config.yaml \
+  --markdown "$out/table_deployed.md" >"$out/results_deployed.jsonl"
+# Generalization: FGD and BestFit as in the paper's setup (in-process), the shipped default as
+# deployed, on the 17 traces and on every synthetic trace (each has its own node list).
+gen=$out/results_generalization.jsonl
+"$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" "${pods[@]}" \
+  --policy fgd --policy bestfit --seeds "$seeds" "${threads[@]}" --json --quiet >"$gen"
+for p in "$synthetic"/pods/*.csv; do
+  t=$(basename "$p" .csv)
+  "$build/gapless-bench" --nodes "$synthetic/nodes/$t.csv" --pods "$p" \
+    --policy fgd --policy bestfit --seeds "$seeds" "${threads[@]}" --json --quiet >>"$gen"
+  "$build/gapless-bench" --nodes "$synthetic/nodes/$t.csv" --pods "$p" \
+    --policy policies/default.yaml --scheduler-config manifests/scheduler-config.yaml \
+    --seeds "$seeds" "${threads[@]}" --json --quiet >>"$gen"
+done
+python3 "$root/bench/generalization.py" "$out/results_deployed.jsonl" "$gen" \
+  >"$out/generalization.md"
+cat "$out/generalization.md"
+[[ $sweep == all ]] || exit 0
 if command -v gnuplot >/dev/null; then
   "$root/bench/plot.sh"
 else

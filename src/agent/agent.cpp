@@ -13,6 +13,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 // The longest a wait runs before `stop` is looked at again.
 constexpr std::chrono::milliseconds kStopCheck{200};
+using InUse = std::map<std::string, std::vector<std::string>>;
 
 }  // namespace
 
@@ -66,7 +67,7 @@ Result<std::string> Agent::tick() {
                                                        [](const auto& g) { return !g.healthy; }));
   metrics_.set_gpus(static_cast<int>(gpus->gpus.size()), unhealthy);
   if (on_scan_) on_scan_(*gpus);
-  std::string text = topology_annotation(*gpus);
+  std::string text = topology_annotation(*gpus, in_use_ ? in_use_(*gpus) : InUse{});
   // The scheduler rejects a malformed annotation as a whole; never publish one (the scan is
   // built to avoid it, this is the guarantee). The Node keeps its previous value.
   if (auto parsed = k8s::node_from_topology_annotation(options_.node_label, text); !parsed.ok()) {
@@ -107,6 +108,7 @@ bool Agent::handle_xids(const std::vector<XidEvent>& events) {
 void Agent::wait_for_next_tick(const std::atomic<bool>& stop) {
   const auto next = Clock::now() + options_.poll_interval;
   while (!stop.load() && Clock::now() < next) {
+    if (wake_.exchange(false)) return;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
     const auto slice = std::clamp(left, std::chrono::milliseconds(0), kStopCheck);
     if (!xids_) {

@@ -30,7 +30,29 @@ AgentMetrics::AgentMetrics()
                    .Name("gapless_agent_annotation_patches_total")
                    .Help("Accepted PATCHes of the gapless.io/gpu-topology annotation.")
                    .Register(*registry_)
-                   .Add({})) {}
+                   .Add({})),
+      drift_containers_(prometheus::BuildGauge()
+                            .Name("gapless_agent_drift_containers")
+                            .Help("Containers whose devices (kubelet PodResources) differ from "
+                                  "their pod's allocation record, by kind, at the last check.")
+                            .Register(*registry_)),
+      drift_fenced_(prometheus::BuildGauge()
+                        .Name("gapless_agent_drift_fenced_gpus")
+                        .Help("GPUs published as in use by containers the model does not "
+                              "charge for them (inUseBy): the extender does not offer them.")
+                        .Register(*registry_)
+                        .Add({})),
+      drift_events_(prometheus::BuildCounter()
+                        .Name("gapless_agent_drift_events_total")
+                        .Help("GaplessDrift Events posted on pods.")
+                        .Register(*registry_)
+                        .Add({})),
+      drift_errors_(prometheus::BuildCounter()
+                        .Name("gapless_agent_drift_check_errors_total")
+                        .Help("Drift checks that could not read the kubelet's PodResources or "
+                              "the node's pods.")
+                        .Register(*registry_)
+                        .Add({})) {}
 
 void AgentMetrics::set_gpus(int total, int unhealthy) {
   gpus_.Set(total);
@@ -47,6 +69,22 @@ void AgentMetrics::count_nvml_error() {
 
 void AgentMetrics::count_patch() {
   patches_.Increment();
+}
+
+void AgentMetrics::set_drift_containers(const std::string& kind, int containers) {
+  drift_containers_.Add({{"kind", kind}}).Set(containers);
+}
+
+void AgentMetrics::set_drift_fenced_gpus(int gpus) {
+  drift_fenced_.Set(gpus);
+}
+
+void AgentMetrics::count_drift_event() {
+  drift_events_.Increment();
+}
+
+void AgentMetrics::count_drift_check_error() {
+  drift_errors_.Increment();
 }
 
 std::string AgentMetrics::serialize() const {

@@ -184,6 +184,44 @@ std::string mig_profile_of(std::string_view resource) {
   return std::string(resource.substr(kMigResourcePrefix.size()));
 }
 
+std::vector<RecordPart> record_parts(const nlohmann::json& pod, const model::Allocation& record,
+                                     std::string_view resource, GrantKind kind) {
+  std::vector<model::GpuGrant> of_kind;
+  for (const auto& g : record.gpus) {
+    if (kind != GrantKind::kMig && is_kind(g, kind)) of_kind.push_back(g);
+  }
+  std::vector<model::MigGrant> of_profile;
+  bool unplaced = false;
+  for (const auto& m : record.mig) {
+    if (kind != GrantKind::kMig || m.profile != mig_profile_of(resource)) continue;
+    unplaced = unplaced || m.gpu < 0;
+    of_profile.push_back(m);
+  }
+  const std::string who = record.pod_ns + "/" + record.pod_name;
+  std::vector<RecordPart> parts;
+  std::int64_t offset = 0;
+  for (const Asking& c : asking_containers(pod, resource)) {
+    Candidate at{&pod, c, c.init ? 0 : offset, {}};
+    if (!c.init) offset += c.count;
+    RecordPart part{c.name, c.init, c.count, {}, {}, unplaced, ""};
+    if (kind == GrantKind::kMig && !unplaced) {
+      auto mine = part_of(of_profile, at, who);
+      if (mine.ok())
+        part.mig = std::move(mine).value();
+      else
+        part.error = mine.error();
+    } else if (kind != GrantKind::kMig) {
+      auto mine = part_of(of_kind, at, who);
+      if (mine.ok())
+        part.grants = std::move(mine).value();
+      else
+        part.error = mine.error();
+    }
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
 std::vector<model::MigGrant> mig_in_use(const nlohmann::json& pod_list, const std::string& node) {
   std::vector<model::MigGrant> out;
   const nlohmann::json* items = field(pod_list, "items");

@@ -8,7 +8,7 @@ namespace {
 
 using nlohmann::ordered_json;
 
-ordered_json gpu_json(const GpuState& g) {
+ordered_json gpu_json(const GpuState& g, const std::vector<std::string>* in_use_by) {
   ordered_json j;
   j["index"] = g.index;
   j["uuid"] = g.uuid;
@@ -16,6 +16,7 @@ ordered_json gpu_json(const GpuState& g) {
   j["memoryMiB"] = g.memory_mib;
   if (g.numa >= 0) j["numa"] = g.numa;
   j["healthy"] = g.healthy;
+  if (in_use_by != nullptr && !in_use_by->empty()) j["inUseBy"] = *in_use_by;
   if (model::mig_family_of(g.model) != model::MigFamily::kNone) {
     ordered_json instances = ordered_json::array();
     for (const model::MigInstance& i : g.mig_instances) {
@@ -28,11 +29,15 @@ ordered_json gpu_json(const GpuState& g) {
 
 }  // namespace
 
-std::string topology_annotation(const NodeGpus& node) {
+std::string topology_annotation(const NodeGpus& node,
+                                const std::map<std::string, std::vector<std::string>>& in_use_by) {
   ordered_json doc;
   doc["version"] = 1;
   doc["gpus"] = ordered_json::array();
-  for (const GpuState& g : node.gpus) doc["gpus"].push_back(gpu_json(g));
+  for (const GpuState& g : node.gpus) {
+    const auto users = g.uuid.empty() ? in_use_by.end() : in_use_by.find(g.uuid);
+    doc["gpus"].push_back(gpu_json(g, users == in_use_by.end() ? nullptr : &users->second));
+  }
   doc["links"] = ordered_json::array();
   for (const GpuPair& p : node.pairs) {
     ordered_json l;

@@ -67,12 +67,19 @@ void render_node(std::ostringstream& out, const json& n, const Holders& holders)
     const int index = g.value("index", -1);
     out << "  GPU " << index << "  " << (g.value("healthy", true) ? "healthy" : "UNHEALTHY");
     if (g.value("migEnabled", false)) out << "  MIG";
+    // Drift (docs/node-drift.md): containers really on this GPU that no record charges for it.
+    const json users = g.value("inUseBy", json::array());
+    const bool drift_fenced = users.is_array() && !users.empty();
+    if (drift_fenced) {
+      out << "  FENCED (drift): in use by";
+      for (const json& u : users) out << " " << (u.is_string() ? u.get<std::string>() : "?");
+    }
     std::vector<std::string> held;
     if (node_holders != holders.end()) {
       if (auto it = node_holders->second.find(index); it != node_holders->second.end())
         held = it->second;
     }
-    if (held.empty()) out << "  free";
+    if (held.empty() && !drift_fenced) out << "  free";
     for (const std::string& h : held) out << "  " << h;
     out << "\n";
   }

@@ -12,6 +12,7 @@
 
 #include "gapless/agent/agent.h"
 #include "gapless/agent/device_plugin.h"
+#include "gapless/agent/drift_monitor.h"
 #include "gapless/agent/mig_reaper.h"
 #include "gapless/agent/status_server.h"
 
@@ -33,9 +34,12 @@ struct Options {
   std::string device_plugin_dir = agent::kDevicePluginDir;
   int share_slots = 16;
   double mig_grace_seconds = 300;
+  std::string pod_resources_socket = agent::kPodResourcesSocket;
 };
 
 std::atomic<bool> g_stop{false};
+// SIGHUP: scan (and check drift) now. Agent::wake only stores to a lock-free atomic.
+std::atomic<agent::Agent*> g_agent{nullptr};
 
 void log_line(const std::string& line) {
   std::cerr << "gapless-agent: " << line << std::endl;
@@ -78,6 +82,11 @@ void add_flags(CLI::App& app, Options& o) {
                  "seconds a MIG instance the agent created stays after no pod uses it, before "
                  "it is destroyed (a replacement pod reuses it meanwhile)")
       ->check(CLI::Range(0.0, 86400.0 * 30))
+      ->capture_default_str();
+  app.add_option("--pod-resources-socket", o.pod_resources_socket,
+                 "the kubelet's PodResources socket (<kubelet root>/pod-resources/kubelet.sock): "
+                 "with --device-plugin, every scan compares the devices the kubelet assigned "
+                 "with the pods' allocation records (docs/node-drift.md)")
       ->capture_default_str();
   app.add_flag("--version", o.version, "print the version and exit (after checking the flags)");
 }
@@ -201,6 +210,18 @@ int publish(const Options& o) {
   a.on_scan([&plugins](const agent::NodeGpus& node) {
     for (auto& p : plugins) p->set_gpus(node.gpus);
   });
+  // The drift check runs with the device plugin: it compares what the plugin's kubelet did.
+  std::unique_ptr<agent::DriftMonitor> drift;
+  if (o.device_plugin) {
+    drift = std::make_unique<agent::DriftMonitor>(
+        agent::DriftMonitorOptions{o.node_name, o.pod_resources_socket}, *api, metrics, log_line);
+    a.check_in_use([&drift](const agent::NodeGpus& node) {
+      std::map<int, std::string> uuids;
+      for (const auto& g : node.gpus) uuids[g.index] = g.uuid;
+      auto fences = drift->check(uuids);
+      return fences.ok() ? *fences : drift->fences();
+    });
+  }
   std::thread reaper;
   if (mig) {
     agent::MigInstances* instances = mig->instances.get();
@@ -211,9 +232,15 @@ int publish(const Options& o) {
   }
   std::signal(SIGTERM, [](int) { g_stop = true; });
   std::signal(SIGINT, [](int) { g_stop = true; });
+  g_agent = &a;
+  std::signal(SIGHUP, [](int) {
+    if (agent::Agent* running = g_agent.load()) running->wake();
+  });
   log_line("node " + o.node_name + ", /healthz and /metrics on " + o.listen +
            (plugins.empty() ? "" : ", device plugin in " + o.device_plugin_dir));
   a.run(g_stop);
+  std::signal(SIGHUP, SIG_IGN);
+  g_agent = nullptr;
   if (reaper.joinable()) reaper.join();
   return 0;
 }

@@ -99,6 +99,27 @@ Status parse_mig(const json& mig, const std::string& where, model::Gpu* gpu) {
   return Status::Ok();
 }
 
+// "inUseBy": the containers the agent's drift check saw using the GPU that no record charges
+// for it (docs/node-drift.md). Optional; a list of non-empty strings.
+Status parse_in_use_by(const json& g, const std::string& where, model::Gpu* gpu) {
+  const json* users = field(g, "inUseBy");
+  if (users == nullptr) return Status::Ok();
+  constexpr std::size_t kMaxUsers = 256, kMaxName = 512;
+  if (!users->is_array() || users->size() > kMaxUsers) {
+    return Error{where + ".inUseBy: must be a list of at most " + std::to_string(kMaxUsers) +
+                 " container names"};
+  }
+  for (std::size_t i = 0; i < users->size(); ++i) {
+    const json& u = (*users)[i];
+    if (!u.is_string() || u.get_ref<const std::string&>().empty() ||
+        u.get_ref<const std::string&>().size() > kMaxName) {
+      return Error{where + ".inUseBy[" + std::to_string(i) + "]: must be a non-empty string"};
+    }
+    gpu->in_use_by.push_back(u.get<std::string>());
+  }
+  return Status::Ok();
+}
+
 Status parse_gpu(const json& g, const std::string& where, model::Gpu* gpu) {
   if (!g.is_object()) return Error{where + ": must be an object"};
   const json* uuid = field(g, "uuid");
@@ -125,6 +146,7 @@ Status parse_gpu(const json& g, const std::string& where, model::Gpu* gpu) {
   }
   gpu->numa = static_cast<int>(numa);
   if (Status s = bool_field(g, "healthy", where, &gpu->healthy); !s.ok()) return s;
+  if (Status s = parse_in_use_by(g, where, gpu); !s.ok()) return s;
   if (const json* mig = field(g, "mig")) {
     if (Status s = parse_mig(*mig, where + ".mig", gpu); !s.ok()) return s;
   }

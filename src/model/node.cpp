@@ -7,7 +7,7 @@ namespace gapless::model {
 NodeFill node_fill(const Node& node) {
   NodeFill f;
   for (const Gpu& g : node.gpus) {
-    if (!g.healthy) continue;
+    if (!g.usable()) continue;
     ++f.gpus;
     const GpuUsage& u = g.used;
     if (u.idle()) {

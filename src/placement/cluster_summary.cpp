@@ -125,7 +125,7 @@ int largest_free_nvlink_set(const model::Node& node) {
   const std::size_t count = std::min<std::size_t>(node.gpus.size(), 64);
   for (std::size_t i = 0; i < count; ++i) {
     const model::Gpu& g = node.gpus[i];
-    if (g.healthy && g.used.idle() && !g.mig.enabled) free |= std::uint64_t{1} << i;
+    if (g.usable() && g.used.idle() && !g.mig.enabled) free |= std::uint64_t{1} << i;
   }
   if (free == 0) return 0;
   if (static_cast<std::size_t>(node.links.size()) != node.gpus.size()) return 1;

@@ -17,7 +17,7 @@ bool model_in_list(const Gpu& gpu, const GpuRequest& req) {
 }
 
 bool can_serve(const Gpu& gpu, const GpuRequest& req) {
-  if (!gpu.healthy || !model_allowed(gpu, req)) return false;
+  if (!gpu.usable() || !model_allowed(gpu, req)) return false;
   switch (req.kind) {
     case RequestKind::kWhole: return !gpu.mig.enabled && gpu.gpushare_capacity == 0;
     case RequestKind::kShared:
@@ -93,7 +93,7 @@ double gpu_fill(const Gpu& gpu) {
 }
 
 int free_milli(const Gpu& gpu) {
-  if (!gpu.healthy) return 0;
+  if (!gpu.usable()) return 0;
   const model::GpuUsage& u = gpu.used;
   if (u.whole) return 0;
   // The common case (compute shares only) without floating point.

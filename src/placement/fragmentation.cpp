@@ -171,7 +171,7 @@ bool fits_empty(const model::Node& node, const TaskShape& m) {
   const int count = std::min<int>(static_cast<int>(node.gpus.size()), kMaxGpus);
   int fit = 0;
   for (int i = 0; i < count; ++i) {
-    if ((access >> i & 1) && node.gpus[i].healthy) ++fit;
+    if ((access >> i & 1) && node.gpus[i].usable()) ++fit;
   }
   return fit >= m.gpus;
 }

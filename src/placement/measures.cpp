@@ -58,7 +58,7 @@ double balanced_fill_after(const model::Gpu& gpu, const model::GpuRequest& req) 
 double busy_peer_fraction(const model::Node& node, const model::Gpu& gpu) {
   std::uint64_t busy = 0, numa = 0;
   for (const model::Gpu& o : node.gpus) {
-    if (!o.used.idle() || !o.healthy) busy |= std::uint64_t{1} << o.index;
+    if (!o.used.idle() || !o.usable()) busy |= std::uint64_t{1} << o.index;
     if (gpu.numa >= 0 && o.numa == gpu.numa) numa |= std::uint64_t{1} << o.index;
   }
   const std::uint64_t self = std::uint64_t{1} << gpu.index;

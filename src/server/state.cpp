@@ -41,6 +41,7 @@ json gpu_json(const model::Gpu& g) {
           {"memoryMiB", g.memory_mib},
           {"numa", g.numa},
           {"healthy", g.healthy},
+          {"inUseBy", g.in_use_by},
           {"migEnabled", g.mig.enabled},
           {"migInstances", std::move(mig)},
           {"used",

@@ -14,9 +14,11 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "gapless/agent/gpu_scan.h"
 #include "gapless/agent/metrics.h"
@@ -55,6 +57,17 @@ class Agent {
   // view of the GPUs and their health). Set before run().
   void on_scan(std::function<void(const NodeGpus&)> listener) { on_scan_ = std::move(listener); }
 
+  // Called with every successful scan, after on_scan and before the annotation is built: the
+  // drift check (drift_monitor.h). It returns GPU UUID -> the containers really using the GPU
+  // that the model does not charge for it, published as "inUseBy". Set before run().
+  using InUseCheck =
+      std::function<std::map<std::string, std::vector<std::string>>(const NodeGpus&)>;
+  void check_in_use(InUseCheck check) { in_use_ = std::move(check); }
+
+  // Asks run() for a tick now rather than at the next poll (any thread): e.g. to re-check drift
+  // right after the device plugin handed devices out.
+  void wake() { wake_ = true; }
+
   // MIG instances left out of every scan's result (the listener's and the annotation's): those
   // the device plugin made for records. They are the records' slices, not a layout, so the GPU
   // stays reconfigurable for the scheduler. Set before run().
@@ -83,6 +96,8 @@ class Agent {
   std::set<std::string> logged_errors_;
   std::function<void(const NodeGpus&)> on_scan_;  // each distinct NVML failure is logged once
   MigFilter hide_;
+  InUseCheck in_use_;
+  std::atomic<bool> wake_{false};
 };
 
 }  // namespace gapless::agent

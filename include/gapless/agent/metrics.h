@@ -5,6 +5,12 @@
 //   gapless_agent_xid_errors_total{xid}     XID events seen, critical or not
 //   gapless_agent_nvml_errors_total         NVML calls that failed unexpectedly
 //   gapless_agent_annotation_patches_total  accepted PATCHes of the topology annotation
+//   gapless_agent_drift_containers{kind}    containers whose devices differ from their record,
+//                                           by kind (drift.h), at the last drift check
+//   gapless_agent_drift_fenced_gpus         GPUs published as in use by containers the model
+//                                           does not charge for them
+//   gapless_agent_drift_events_total        GaplessDrift Events posted
+//   gapless_agent_drift_check_errors_total  drift checks that could not read the kubelet or API
 // Thread-safe: prometheus-cpp metrics are atomic.
 #pragma once
 
@@ -28,6 +34,10 @@ class AgentMetrics {
   void count_xid(unsigned long long xid);
   void count_nvml_error();
   void count_patch();
+  void set_drift_containers(const std::string& kind, int containers);
+  void set_drift_fenced_gpus(int gpus);
+  void count_drift_event();
+  void count_drift_check_error();
 
   std::string serialize() const;  // text exposition format
 
@@ -38,6 +48,10 @@ class AgentMetrics {
   prometheus::Family<prometheus::Counter>& xids_;
   prometheus::Counter& nvml_errors_;
   prometheus::Counter& patches_;
+  prometheus::Family<prometheus::Gauge>& drift_containers_;
+  prometheus::Gauge& drift_fenced_;
+  prometheus::Counter& drift_events_;
+  prometheus::Counter& drift_errors_;
 };
 
 }  // namespace gapless::agent

@@ -60,6 +60,25 @@ Result<std::optional<Admission>> match_admission(const nlohmann::json& pod_list,
                                                  GrantKind kind, std::int64_t count,
                                                  const AllocationCheckpoint& checkpoint);
 
+// One container's part of its pod's allocation record for one resource: what the plugin gives
+// that container, split as match_admission splits it (init containers the record's first
+// grants, the others consecutive ones). For the drift check (drift.h), which compares it with
+// what the kubelet really assigned.
+struct RecordPart {
+  std::string container;
+  bool init = false;
+  std::int64_t count = 0;               // devices of the resource it asks for
+  std::vector<model::GpuGrant> grants;  // kWhole, kShared
+  std::vector<model::MigGrant> mig;     // kMig
+  bool kubelet_choice = false;          // kMig counted without a placement: nothing to compare
+  std::string error;                    // the record names fewer grants than it asks for
+};
+
+// Every container of `pod` (Kubernetes JSON) that asks for `resource`, in the kubelet's order,
+// with its part of `record`.
+std::vector<RecordPart> record_parts(const nlohmann::json& pod, const model::Allocation& record,
+                                     std::string_view resource, GrantKind kind);
+
 // The MIG instances that the records of this node's pods still name: every pod bound here that
 // has not finished (Succeeded or Failed), being deleted or not (its containers may still run).
 // Records that cannot be decoded are skipped.

@@ -2,7 +2,9 @@
 // text k8s::node_from_topology_annotation parses on the scheduler's side. Pure function.
 #pragma once
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "gapless/agent/gpu_scan.h"
 
@@ -16,6 +18,10 @@ inline constexpr const char* kTopologyAnnotation = "gapless.io/gpu-topology";
 // with their lane count, PCIe pairs with their path; SYS pairs are left out (the contract reads
 // a missing pair as SYS) unless degraded. A pair that lost lanes carries "degraded": true; one
 // that lost all of them is written as PCIe, degraded.
-std::string topology_annotation(const NodeGpus& node);
+// `in_use_by`: GPU UUID -> the containers ("ns/pod/container") really using it that the model
+// does not charge for it (the drift check, drift_monitor.h); such a GPU carries
+// "inUseBy": [...] after "healthy", and the scheduler does not offer it.
+std::string topology_annotation(
+    const NodeGpus& node, const std::map<std::string, std::vector<std::string>>& in_use_by = {});
 
 }  // namespace gapless::agent

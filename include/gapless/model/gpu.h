@@ -49,7 +49,15 @@ struct Gpu {
   MigFamily mig_family = MigFamily::kNone;
   std::int64_t gpushare_capacity = 0;  // aliyun.com/gpu-mem units on this GPU (gpushare nodes)
 
+  // Containers ("ns/pod/container") the node agent saw really using this GPU that no allocation
+  // record charges for it (drift: a swap, another scheduler's pod, a bypassed plugin). Such a
+  // GPU is fenced: never offered, whatever the model thinks is free on it, until they end.
+  std::vector<std::string> in_use_by;
+
   GpuUsage used;
+
+  // Whether placement may offer this GPU at all: healthy and not fenced by drift.
+  bool usable() const { return healthy && in_use_by.empty(); }
 
   std::int64_t memory_free_mib() const { return memory_mib - used.memory_used_mib; }
   int compute_free_milli() const { return kFullComputeMilli - used.compute_used_milli; }
