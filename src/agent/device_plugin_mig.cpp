@@ -17,11 +17,14 @@ Result<std::vector<MigSlot>> DevicePluginService::mig_slots_of(
   std::vector<PluginDevice> found;
   std::vector<MigSlot> slots;
   if (admission && admission->has_record) {
-    for (const auto& m : admission->mig) {
-      auto d = table_.gpu_at(m.gpu);
+    for (std::size_t i = 0; i < admission->mig.size(); ++i) {
+      const auto& m = admission->mig[i];
+      const std::string uuid = i < admission->mig_uuids.size() ? admission->mig_uuids[i] : "";
+      auto d = record_gpu(uuid, m.gpu);
       if (!d) {
-        return Error{"GPU " + std::to_string(m.gpu) + " of the allocation record serves no " +
-                     options_.resource + " here (absent or not MIG-enabled)"};
+        return Error{"GPU " + (uuid.empty() ? std::to_string(m.gpu) : uuid) +
+                     " of the allocation record serves no " + options_.resource +
+                     " here (absent or not MIG-enabled)"};
       }
       found.push_back(*d);
       slots.push_back({d->gpu_uuid, profile, m.start});

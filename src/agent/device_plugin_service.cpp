@@ -98,7 +98,7 @@ Result<std::vector<std::string>> DevicePluginService::gpus_of(
   std::vector<PluginDevice> found;  // copies: a scan may change the table meanwhile
   if (admission && admission->has_record) {
     for (const auto& g : admission->grants) {
-      auto d = g.uuid.empty() ? table_.gpu_at(g.index) : table_.gpu(g.uuid);
+      auto d = record_gpu(g.uuid, g.index);
       if (!d) {
         return Error{"GPU " + (g.uuid.empty() ? std::to_string(g.index) : g.uuid) +
                      " of the allocation record is not served here (absent or MIG-enabled)"};
@@ -140,6 +140,9 @@ Status DevicePluginService::allocate_one(const std::vector<std::string>& ids,
   nlohmann::json pods;
   auto admission = match(static_cast<std::int64_t>(ids.size()), true, &pods);
   if (!admission.ok()) return Error{admission.error()};
+  if (*admission) {
+    if (Status s = kubelet_agrees(**admission, ids); !s.ok()) return s;
+  }
   // For MIG, the "GPUs" are the MIG devices (MIG-… UUIDs), made now if missing.
   auto gpus =
       kind() == GrantKind::kMig ? allocate_mig(*admission, ids, pods) : gpus_of(*admission, ids);
@@ -154,6 +157,7 @@ Status DevicePluginService::allocate_one(const std::vector<std::string>& ids,
     const Admission& a = **admission;
     checkpoint_.add({a.pod_uid, a.pod_ns, a.pod_name, a.container, *gpus});
     if (Status s = checkpoint_.save(); !s.ok() && log_) log_(s.error());
+    if (a.last && a.has_record) mark_allocated(a);
     who = a.pod_ns + "/" + a.pod_name + " container " + a.container +
           (a.has_record ? ", its allocation record" : ", no record: the kubelet's choice");
   }

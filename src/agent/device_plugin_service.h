@@ -91,6 +91,13 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
                                            const std::vector<std::string>& ids) const;
   std::vector<std::string> preferred(const v1beta1::ContainerPreferredAllocationRequest& req);
   Status allocate_one(const std::vector<std::string>& ids, v1beta1::ContainerAllocateResponse* out);
+  // device_plugin_pairing.cpp: whether the devices the kubelet passed are the record's (its
+  // accounting must agree with what the container gets), and the gapless.io/allocated patch
+  // once the pod's last container is served.
+  Status kubelet_agrees(const Admission& a, const std::vector<std::string>& ids) const;
+  void mark_allocated(const Admission& a);
+  // The GPU a record names: by UUID when the record has one (a reboot may renumber indexes).
+  std::optional<PluginDevice> record_gpu(const std::string& uuid, int index) const;
   // MIG (device_plugin_mig.cpp): the placements the container gets, and their MIG devices.
   Result<std::vector<MigSlot>> mig_slots_of(const std::optional<Admission>& admission,
                                             const std::vector<std::string>& ids) const;

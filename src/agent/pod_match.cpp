@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <tuple>
 
 #include "gapless/k8s/allocation_record.h"
+#include "gapless/k8s/device_asks.h"
 #include "gapless/k8s/json_fields.h"
 
 namespace gapless::agent {
@@ -15,86 +15,52 @@ using k8s::field;
 using k8s::field_path;
 using k8s::string_field;
 
-// One container that asks for the resource, in the kubelet's allocation order.
-struct Asking {
-  std::string name;
-  std::int64_t count = 0;
-  bool init = false;
-};
-
-std::int64_t asks_for(const nlohmann::json& container, std::string_view resource) {
-  // Extended resources must have limits == requests; limits is where the API puts them first.
-  for (const char* where : {"limits", "requests"}) {
-    const nlohmann::json* q = field_path(container, {"resources", where, resource});
-    if (q == nullptr) continue;
-    auto n = k8s::quantity_value(*q);
-    return n.ok() ? *n : 0;
-  }
-  return 0;
-}
-
-std::vector<Asking> asking_containers(const nlohmann::json& pod, std::string_view resource) {
-  std::vector<Asking> out;
-  for (const auto& [key, init] : {std::pair{"initContainers", true}, {"containers", false}}) {
-    const nlohmann::json* list = field_path(pod, {"spec", key});
-    if (list == nullptr || !list->is_array()) continue;
-    for (const auto& c : *list) {
-      const std::int64_t n = asks_for(c, resource);
-      if (n > 0) out.push_back({string_field(c, "name"), n, init});
-    }
-  }
-  return out;
-}
-
-// Whether the pod is waiting for the kubelet: bound, Pending, not being deleted.
+// Whether the pod is waiting for the kubelet: bound, Pending, not being deleted, and not yet
+// fully served by the plugins (gapless.io/allocated).
 bool admissible(const nlohmann::json& pod) {
   const nlohmann::json* phase = field_path(pod, {"status", "phase"});
   if (phase != nullptr && *phase != "Pending") return false;
-  return field_path(pod, {"metadata", "deletionTimestamp"}) == nullptr;
-}
-
-// The time the pod was bound: the apiserver sets PodScheduled=True when it accepts the Binding.
-std::string bind_time(const nlohmann::json& pod) {
-  const nlohmann::json* conditions = field_path(pod, {"status", "conditions"});
-  if (conditions != nullptr && conditions->is_array()) {
-    for (const auto& c : *conditions) {
-      if (string_field(c, "type") == "PodScheduled" && string_field(c, "status") == "True") {
-        return string_field(c, "lastTransitionTime");
-      }
-    }
-  }
-  return "";
+  if (field_path(pod, {"metadata", "deletionTimestamp"}) != nullptr) return false;
+  return !k8s::marked_allocated(pod);
 }
 
 struct Candidate {
   const nlohmann::json* pod = nullptr;
-  Asking container;
-  std::int64_t offset = 0;  // grants taken by the containers before it (0 for init ones)
-  // Sort key: bind time (creation time when unknown), creation time, namespace/name. RFC 3339
-  // times in UTC with the same precision compare as strings.
-  std::tuple<std::string, std::string, std::string, std::string> key;
+  k8s::DeviceAsk container;
+  std::int64_t offset = 0;     // grants taken by the containers before it (0 for init ones)
+  std::int64_t init_peak = 0;  // the most devices an init container of the pod asks
+  bool last = false;           // no container asking the resource after it
 };
 
 std::optional<Candidate> candidate(const nlohmann::json& pod, std::string_view resource,
                                    std::int64_t count, const AllocationCheckpoint& checkpoint) {
   if (!admissible(pod)) return std::nullopt;
   const std::string uid = string_field(pod["metadata"], "uid");
+  std::vector<k8s::DeviceAsk> asks = k8s::device_asks(pod);
+  std::erase_if(asks, [&](const k8s::DeviceAsk& a) { return a.resource != resource; });
+  std::int64_t init_peak = 0;
+  for (const auto& a : asks) {
+    if (a.init) init_peak = std::max(init_peak, a.count);
+  }
   std::int64_t offset = 0;
-  for (const Asking& c : asking_containers(pod, resource)) {
-    if (!checkpoint.contains(uid, c.name)) {
+  for (std::size_t i = 0; i < asks.size(); ++i) {
+    const k8s::DeviceAsk& c = asks[i];
+    if (!checkpoint.contains(uid, c.container)) {
       if (c.count != count) return std::nullopt;
-      const auto& meta = pod["metadata"];
-      const std::string created = string_field(meta, "creationTimestamp");
-      const std::string bound = bind_time(pod);
-      return Candidate{&pod,
-                       c,
-                       c.init ? 0 : offset,
-                       {bound.empty() ? created : bound, created, string_field(meta, "namespace"),
-                        string_field(meta, "name")}};
+      return Candidate{&pod, c, c.init ? 0 : offset, init_peak, i + 1 == asks.size()};
     }
     if (!c.init) offset += c.count;
   }
   return std::nullopt;  // every container that asks is served already
+}
+
+bool has_record(const nlohmann::json& pod) {
+  return field_path(pod, {"metadata", "annotations", k8s::kAllocationAnnotation}) != nullptr;
+}
+
+std::string pod_name(const nlohmann::json& pod) {
+  const auto& meta = pod["metadata"];
+  return string_field(meta, "namespace") + "/" + string_field(meta, "name");
 }
 
 bool is_kind(const model::GpuGrant& g, GrantKind kind) {
@@ -109,11 +75,28 @@ Result<std::vector<Grant>> part_of(const std::vector<Grant>& of_kind, const Cand
                                    const std::string& who) {
   const auto end = c.offset + c.container.count;
   if (end > static_cast<std::int64_t>(of_kind.size())) {
-    return Error{"pod " + who + ": container " + c.container.name + " asks for " +
+    return Error{"pod " + who + ": container " + c.container.container + " asks for " +
                  std::to_string(c.container.count) + " devices, its allocation record names " +
                  std::to_string(of_kind.size() - std::min<std::size_t>(of_kind.size(), c.offset))};
   }
   return std::vector<Grant>(of_kind.begin() + c.offset, of_kind.begin() + end);
+}
+
+// The record's first grants, which init containers held and the kubelet may pass again.
+template <typename Grant>
+std::vector<Grant> reusable_of(const std::vector<Grant>& of_kind, const Candidate& c) {
+  const auto n = std::min<std::size_t>(of_kind.size(), static_cast<std::size_t>(c.init_peak));
+  return std::vector<Grant>(of_kind.begin(), of_kind.begin() + static_cast<long>(n));
+}
+
+// The "uuid" the record gives each of its "mig" entries ("" where it gives none).
+std::vector<std::string> mig_uuids_of(const std::string& text) {
+  std::vector<std::string> out;
+  const auto doc = nlohmann::json::parse(text, nullptr, false);
+  const nlohmann::json* mig = doc.is_discarded() ? nullptr : field(doc, "mig");
+  if (mig == nullptr || !mig->is_array()) return out;
+  for (const auto& m : *mig) out.push_back(string_field(m, "uuid"));
+  return out;
 }
 
 Result<Admission> admission_of(const Candidate& c, const std::string& node,
@@ -123,7 +106,8 @@ Result<Admission> admission_of(const Candidate& c, const std::string& node,
   a.pod_ns = string_field(meta, "namespace");
   a.pod_name = string_field(meta, "name");
   a.pod_uid = string_field(meta, "uid");
-  a.container = c.container.name;
+  a.container = c.container.container;
+  a.last = c.last;
   const nlohmann::json* text =
       field_path(*c.pod, {"metadata", "annotations", k8s::kAllocationAnnotation});
   if (text == nullptr || !text->is_string()) return a;  // no record: the kubelet's choice
@@ -137,15 +121,25 @@ Result<Admission> admission_of(const Candidate& c, const std::string& node,
   a.has_record = true;
   if (kind == GrantKind::kMig) {
     std::vector<model::MigGrant> of_profile;
-    for (const auto& m : record->mig) {
+    std::vector<std::string> uuids;
+    const auto record_uuids = mig_uuids_of(text->get<std::string>());
+    for (std::size_t i = 0; i < record->mig.size(); ++i) {
+      const auto& m = record->mig[i];
       if (m.profile != mig_profile_of(resource)) continue;
-      // Counted from a node's NVIDIA inventory without a placement: the kubelet's choice.
-      if (m.gpu < 0) return Admission{a.pod_ns, a.pod_name, a.pod_uid, a.container, false, {}, {}};
+      if (m.gpu < 0) {
+        // Counted from a node's NVIDIA inventory without a placement: the kubelet's choice.
+        a.has_record = false;
+        return a;
+      }
       of_profile.push_back(m);
+      uuids.push_back(i < record_uuids.size() ? record_uuids[i] : "");
     }
     auto part = part_of(of_profile, c, who);
     if (!part.ok()) return Error{part.error()};
     a.mig = std::move(part).value();
+    a.reusable_mig = reusable_of(of_profile, c);
+    a.mig_uuids.assign(uuids.begin() + c.offset, uuids.begin() + c.offset + c.container.count);
+    a.reusable_mig_uuids.assign(uuids.begin(), uuids.begin() + a.reusable_mig.size());
     return a;
   }
   std::vector<model::GpuGrant> of_kind;
@@ -155,6 +149,7 @@ Result<Admission> admission_of(const Candidate& c, const std::string& node,
   auto part = part_of(of_kind, c, who);
   if (!part.ok()) return Error{part.error()};
   a.grants = std::move(part).value();
+  a.reusable = reusable_of(of_kind, c);
   return a;
 }
 
@@ -166,15 +161,30 @@ Result<std::optional<Admission>> match_admission(const nlohmann::json& pod_list,
                                                  const AllocationCheckpoint& checkpoint) {
   const nlohmann::json* items = field(pod_list, "items");
   if (items == nullptr || !items->is_array()) return Error{"the pod list has no items"};
-  std::optional<Candidate> best;
+  std::vector<Candidate> found;
   for (const auto& pod : *items) {
     if (!pod.is_object() || field(pod, "metadata") == nullptr) continue;
     if (string_field(pod.value("spec", nlohmann::json::object()), "nodeName") != node) continue;
-    auto c = candidate(pod, resource, count, checkpoint);
-    if (c && (!best || c->key < best->key)) best = std::move(c);
+    if (auto c = candidate(pod, resource, count, checkpoint)) found.push_back(std::move(*c));
   }
-  if (!best) return std::optional<Admission>{};
-  auto a = admission_of(*best, node, resource, kind);
+  if (found.empty()) return std::optional<Admission>{};
+  if (found.size() > 1) {
+    // No guessing. Pods without a record would all get the kubelet's choice: nothing to tell.
+    if (std::none_of(found.begin(), found.end(),
+                     [](const Candidate& c) { return has_record(*c.pod); })) {
+      return std::optional<Admission>{};
+    }
+    std::string names;
+    for (const auto& c : found) {
+      names += (names.empty() ? "" : ", ") + pod_name(*c.pod) +
+               (has_record(*c.pod) ? "" : " (no record)");
+    }
+    return Error{"cannot tell which pod this Allocate of " + std::to_string(count) + " " +
+                 std::string(resource) + " is for: " + std::to_string(found.size()) +
+                 " pending pods on this node ask for it next (" + names +
+                 "); refusing rather than guessing, the kubelet fails this pod's admission"};
+  }
+  auto a = admission_of(found.front(), node, resource, kind);
   if (!a.ok()) return Error{a.error()};
   return std::optional<Admission>{std::move(a).value()};
 }

@@ -147,6 +147,20 @@ int main(int argc, char** argv) {
                  "wait for a drain target (Kubernetes mode)")
       ->check([](const std::string& s) { return s.empty() ? "must not be empty" : ""; })
       ->capture_default_str();
+  double pairing_wait = 20, pairing_timeout = 60;
+  app.add_option("--pairing-wait", pairing_wait,
+                 "seconds a bind may wait for a pod on its node with the same device request to "
+                 "be allocated before it answers an Error and kube-scheduler retries (Kubernetes "
+                 "mode; 0: binds never wait; keep below the extender's httpTimeout, 30 s in "
+                 "manifests/scheduler-config.yaml)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  app.add_option("--pairing-timeout", pairing_timeout,
+                 "seconds a bound pod holds back binds alike on its node until its device plugin "
+                 "marks it allocated; then it is given up on, logged and counted "
+                 "(gapless_pairing_expired_total)")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
   app.add_flag("--version", version, "print the version and exit");
   CLI11_PARSE(app, argc, argv);
 
@@ -256,6 +270,14 @@ int main(int argc, char** argv) {
     server::log_error("refusing to start: " + bound.error());
     return 1;
   }
+  if (kube && pairing_wait > 0) {
+    using std::chrono::duration_cast;
+    using std::chrono::milliseconds;
+    using Seconds = std::chrono::duration<double>;
+    extender.enable_pairing(
+        server::PairingOptions{duration_cast<milliseconds>(Seconds(pairing_wait)),
+                               duration_cast<milliseconds>(Seconds(pairing_timeout))});
+  }
   if (kube) kube->start(extender, metrics);
   std::optional<server::PolicyWatch> watch;
   if (!policy_file.empty()) watch.emplace(extender, metrics, policy_file);
@@ -269,6 +291,7 @@ int main(int argc, char** argv) {
         continue;
       }
       server::log_info("stopping on signal " + std::to_string(sig));
+      extender.stop_pairing();  // answers the binds waiting for the gate
       http.stop();
       return;
     }

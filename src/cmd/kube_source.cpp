@@ -84,6 +84,17 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
   node_handlers.on_error = on_error;
   k8s::InformerHandlers pod_handlers = sync_->pod_handlers();
   pod_handlers.on_error = on_error;
+  // The pairing gate follows the same pods (docs/node-pairing.md), after the model has them.
+  pod_handlers.on_list = [&extender,
+                          model = pod_handlers.on_list](const std::vector<nlohmann::json>& items) {
+    model(items);
+    extender.pairing_pod_list(items);
+  };
+  pod_handlers.on_event = [&extender, model = pod_handlers.on_event](const std::string& type,
+                                                                     const nlohmann::json& pod) {
+    model(type, pod);
+    extender.pairing_pod_event(type, pod);
+  };
   k8s::InformerOptions node_opts;
   node_opts.path = "/api/v1/nodes";
   k8s::InformerOptions pod_opts;

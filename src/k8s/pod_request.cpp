@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gapless/k8s/device_asks.h"
 #include "gapless/k8s/json_fields.h"
 #include "gapless/k8s/mig_resource.h"
 #include "gapless/k8s/quantity.h"
@@ -328,6 +329,7 @@ Result<ParsedPod> parse_pod(const json& pod) {
   if (Status s = read_annotations(annotations, &out.request, &info.policy); !s.ok()) {
     return Error{s.error()};
   }
+  out.device_classes = device_classes(pod);
   return out;
 }
 

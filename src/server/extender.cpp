@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <unordered_set>
@@ -11,6 +12,7 @@
 #include "gapless/k8s/allocation_record.h"
 #include "gapless/k8s/pod_request.h"
 #include "gapless/placement/engine.h"
+#include "gapless/server/log.h"
 #include "wire.h"
 
 namespace gapless::server {
@@ -114,6 +116,25 @@ std::string pod_key(const model::PodInfo& p) {
 // The waiting pods' clock (placement::Scheduler::wait): seconds, steady.
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// MIG entries name their GPU by index; the node's device plugin finds it by this UUID instead
+// (docs/node-pairing.md: a reboot may renumber GPUs). Readers of the record ignore the field.
+std::string with_mig_uuids(const std::string& record, const model::Node& node) {
+  auto doc = nlohmann::ordered_json::parse(record, nullptr, false);
+  if (doc.is_discarded() || !doc.contains("mig") || !doc["mig"].is_array()) return record;
+  bool added = false;
+  for (auto& m : doc["mig"]) {
+    if (!m.contains("gpu") || !m["gpu"].is_number_integer()) continue;
+    const auto gpu = m["gpu"].get<std::int64_t>();
+    if (gpu < 0 || gpu >= static_cast<std::int64_t>(node.gpus.size())) continue;
+    const std::string& uuid = node.gpus[static_cast<std::size_t>(gpu)].uuid;
+    if (uuid.empty()) continue;
+    m["uuid"] = uuid;
+    added = true;
+  }
+  return added ? doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+               : record;
 }
 
 }  // namespace
@@ -333,7 +354,59 @@ Status Extender::fits_beside(const model::Allocation& ours,
   return out;
 }
 
+void Extender::enable_pairing(PairingOptions options) {
+  pairing_ = std::make_unique<PairingWaits>(options, metrics_.registry(),
+                                            [](const std::string& m) { log_error(m); });
+}
+
+void Extender::stop_pairing() {
+  if (pairing_) pairing_->shutdown();
+}
+
 std::string Extender::bind(std::string_view body) {
+  std::promise<std::string> answer;
+  auto later = answer.get_future();
+  bind_async(std::string(body), [&answer](std::string a) { answer.set_value(std::move(a)); });
+  return later.get();
+}
+
+void Extender::bind_async(std::string body, std::function<void(std::string answer)> done) {
+  // What the gate needs: the pod, its node and its classes (remembered at filter). Anything
+  // missing: bind_now answers it as before (an Error, or a pod without device requests).
+  std::optional<k8s::ParsedPod> pod;
+  std::string node;
+  if (pairing_ && ready()) {
+    if (auto args = wire::parse_object(body)) {
+      auto uid = wire::string_field(*args, "PodUID");
+      auto target = wire::string_field(*args, "Node");
+      if (uid && target) {
+        pod = pending_.find(*uid);
+        node = *target;
+      }
+    }
+  }
+  if (!pod || pod->device_classes.empty()) return done(bind_now(body));
+  const std::string uid = pod->info.uid;
+  auto shared = std::make_shared<std::pair<std::string, std::function<void(std::string)>>>(
+      std::move(body), std::move(done));
+  pairing_->admit(
+      node, uid, pod_key(pod->info), pod->device_classes,
+      [this, shared, uid] {
+        std::string answer = bind_now(shared->first);
+        bool bound = false;
+        scheduler_.read([&](const model::Cluster& c) { bound = c.allocation(uid) != nullptr; });
+        // Not bound by this call (or an earlier one): the node will never see it from us.
+        if (!bound) pairing_->close(uid, placement::CloseReason::kBindFailed);
+        shared->second(std::move(answer));
+      },
+      [this, shared](const std::string& why) {
+        metrics_.count_bind("error");
+        metrics_.observe_request("bind", false, 0);
+        shared->second(error_only(why));
+      });
+}
+
+std::string Extender::bind_now(std::string_view body) {
   VerbTimer timer(metrics_, "bind");
   auto fail = [&](const std::string& message) {
     timer.fail();
@@ -402,6 +475,8 @@ std::string Extender::bind(std::string_view body) {
     scheduler_.read([&](const model::Cluster& c) {
       const model::Node* n = c.find_node(*node);
       if (n == nullptr) return;  // removed meanwhile: the binder's answer decides
+      auto& text = annotations[std::string(k8s::kAllocationAnnotation)];
+      text = with_mig_uuids(text, *n);
       for (auto& [k, v] : k8s::gpushare_annotations(
                *reserved, *n, std::chrono::duration_cast<std::chrono::nanoseconds>(now).count())) {
         annotations[k] = v;

@@ -22,6 +22,7 @@ std::size_t PendingPods::estimated_bytes(const k8s::ParsedPod& pod) {
   }
   for (const auto& [k, v] : i.labels) n += kNodeOverhead + string_bytes(k) + string_bytes(v);
   for (const std::string& m : pod.request.models) n += string_bytes(m);
+  for (const auto& c : pod.device_classes) n += kNodeOverhead + string_bytes(c.first) + 8;
   return n;
 }
 

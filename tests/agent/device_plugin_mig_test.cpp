@@ -129,9 +129,10 @@ TEST_CASE("a MIG pod gets its instance created at the recorded start, and its MI
 
 TEST_CASE("two MIG pods bound back to back each get their own instance", "[deviceplugin][mig]") {
   MigRig rig;
+  // One after the other: the bind gate never has two alike pending on a node.
   rig.api.add_pod(mig_pod("first", "2026-11-23T10:00:01Z", {{7, 5}}));
-  rig.api.add_pod(mig_pod("second", "2026-11-23T10:00:02Z", {{7, 0}}));
   auto first = rig.admit();
+  rig.api.add_pod(mig_pod("second", "2026-11-23T10:00:02Z", {{7, 0}}));
   auto second = rig.admit();
   REQUIRE(first.ok);
   REQUIRE(second.ok);
@@ -221,8 +222,8 @@ TEST_CASE("the reaper destroys only unused instances the agent created, after th
           "[deviceplugin][mig]") {
   MigRig rig;
   rig.api.add_pod(mig_pod("done", "2026-11-23T10:00:01Z", {{7, 3}}));
-  rig.api.add_pod(mig_pod("busy", "2026-11-23T10:00:02Z", {{7, 0}}));
   REQUIRE(rig.admit().ok);
+  rig.api.add_pod(mig_pod("busy", "2026-11-23T10:00:02Z", {{7, 0}}));
   REQUIRE(rig.admit().ok);
   rig.api.update_pod("ml", "done", [](json& p) { p["status"]["phase"] = "Succeeded"; });
   rig.api.update_pod("ml", "busy", [](json& p) { p["status"]["phase"] = "Running"; });

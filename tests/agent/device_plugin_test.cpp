@@ -111,16 +111,65 @@ TEST_CASE("whole-GPU pods admitted in sequence get exactly their records' GPUs",
   CHECK(visible(b) == "GPU-1b");
 }
 
-TEST_CASE("pods bound back to back are told apart by bind order and by size", "[deviceplugin]") {
+TEST_CASE("pods pending together are told apart by size, never by time", "[deviceplugin]") {
   Rig rig;
-  // Both pending before either is admitted; the kubelet admits in bind order.
   rig.api.add_pod(pod("first", "2026-11-23T10:00:01Z", {1}, {{3}}));
-  rig.api.add_pod(pod("second", "2026-11-23T10:00:02Z", {1}, {{0}}));
-  // A larger pod bound after them: its size, not its order, picks it.
   rig.api.add_pod(pod("pair", "2026-11-23T10:00:03Z", {2}, {{1}, {2}}));
   CHECK(visible(rig.admit(2)) == "GPU-1b,GPU-2c");
-  CHECK(visible(rig.admit(1)) == "GPU-3d");
+  // A second 1-GPU pod pending beside "first": no guessing, the admission fails.
+  rig.api.add_pod(pod("second", "2026-11-23T10:00:02Z", {1}, {{0}}));
+  auto refused = rig.admit(1);
+  CHECK_FALSE(refused.ok);
+  CHECK_THAT(refused.error, Catch::Contains("cannot tell which pod"));
+  // "first" was allocated meanwhile (its annotation): "second" is the only candidate.
+  rig.api.update_pod("ml", "first",
+                     [](json& p) { p["metadata"]["annotations"]["gapless.io/allocated"] = "{}"; });
   CHECK(visible(rig.admit(1)) == "GPU-0a");
+}
+
+TEST_CASE("the plugin marks a pod allocated after its last container", "[deviceplugin]") {
+  Rig rig;
+  rig.api.add_pod(pod("two", "2026-11-23T10:00:01Z", {1, 1}, {{3}, {0}}));
+  CHECK(visible(rig.admit(1)) == "GPU-3d");
+  auto annotations = [&] { return (*rig.api.pod("ml", "two"))["metadata"]["annotations"]; };
+  CHECK_FALSE(annotations().contains("gapless.io/allocated"));
+  CHECK(visible(rig.admit(1)) == "GPU-0a");
+  REQUIRE(annotations().contains("gapless.io/allocated"));
+  const json value = json::parse(annotations()["gapless.io/allocated"].get<std::string>());
+  CHECK(value == json{{"v", 1},
+                      {"resource", "nvidia.com/gpu"},
+                      {"containers", {{"c0", {"GPU-3d"}}, {"c1", {"GPU-0a"}}}}});
+}
+
+TEST_CASE("devices the kubelet passed that are not the record's are refused", "[deviceplugin]") {
+  Rig rig(4);
+  const std::string shared = "gapless.io/gpu-shared-count";
+  rig.api.add_pod(pod("s", "2026-11-23T10:00:01Z", {1}, {{2, 8192, 300}}, shared));
+  // The kubelet's accounting has every slot of GPU 2 taken: it passes a slot on another GPU.
+  v1beta1::AllocateRequest req;
+  req.add_container_requests()->add_devices_ids("GPU-1b::0");
+  auto stub = v1beta1::DevicePlugin::NewStub(
+      grpc::CreateChannel("unix:" + rig.plugin->socket_path(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  v1beta1::AllocateResponse resp;
+  const grpc::Status s = stub->Allocate(&ctx, req, &resp);
+  CHECK_FALSE(s.ok());
+  CHECK_THAT(s.error_message(), Catch::Contains("the kubelet allocated GPU-1b"));
+  CHECK_THAT(s.error_message(), Catch::Contains("record gives it GPU-2c"));
+}
+
+TEST_CASE("records find their GPUs by UUID after a reboot renumbers them", "[deviceplugin]") {
+  Rig rig;
+  // After the reboot NVML enumerates the GPUs in another order: GPU-2c is index 0 now.
+  std::reverse(rig.gpus.begin(), rig.gpus.end());
+  for (int i = 0; i < 4; ++i) rig.gpus[i].index = i;
+  rig.plugin->set_gpus(rig.gpus);
+  // The record, written before, says index 2 and UUID GPU-2c.
+  rig.api.add_pod(pod("a", "2026-11-23T10:00:01Z", {1}, {{2}}));
+  auto a = rig.admit(1);
+  REQUIRE(a.ok);
+  CHECK(a.ids == std::vector<std::string>{"GPU-2c"});
+  CHECK(visible(a) == "GPU-2c");
 }
 
 TEST_CASE("each container of a pod gets its own part of the record", "[deviceplugin]") {
@@ -220,9 +269,9 @@ TEST_CASE("share pods get their record's GPU and the limits of MPS and HAMi-core
   CHECK(rig.kubelet.requests().at(0).resource_name() == "gapless.io/gpu-shared-count");
   CHECK(rig.kubelet.devices("gapless.io/gpu-shared-count").count("GPU-2c::3") == 1);
   const std::string shared = "gapless.io/gpu-shared-count";
-  // Two share pods bound back to back onto GPU 2, then one onto GPU 0.
+  // Two share pods onto GPU 2, one after the other (the bind gate keeps them apart), then one
+  // onto GPU 0.
   rig.api.add_pod(pod("s1", "2026-11-23T10:00:01Z", {1}, {{2, 8192, 300}}, shared));
-  rig.api.add_pod(pod("s2", "2026-11-23T10:00:02Z", {1}, {{2, 4096, 0}}, shared));
   auto a = rig.admit(1);
   REQUIRE(a.ok);
   CHECK(a.ids.at(0).rfind("GPU-2c::", 0) == 0);  // a slot on the record's GPU
@@ -231,6 +280,7 @@ TEST_CASE("share pods get their record's GPU and the limits of MPS and HAMi-core
                                                     {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "30"},
                                                     {"CUDA_DEVICE_MEMORY_LIMIT_0", "8192m"},
                                                     {"CUDA_DEVICE_SM_LIMIT", "30"}});
+  rig.api.add_pod(pod("s2", "2026-11-23T10:00:02Z", {1}, {{2, 4096, 0}}, shared));
   auto b = rig.admit(1);
   REQUIRE(b.ok);
   CHECK(b.ids.at(0).rfind("GPU-2c::", 0) == 0);

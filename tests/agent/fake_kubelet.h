@@ -5,15 +5,26 @@
 // restart() is a kubelet restart: the sockets in the directory are deleted and kubelet.sock is
 // served anew.
 //
+// admit_batch() admits whole pods as the v1.26 kubelet does (pkg/kubelet HandlePodAdditions and
+// the device manager's Allocate): the pods that reached it together are sorted by
+// creationTimestamp, which has one-second resolution, with an unstable sort (ties come in the
+// order the test asks for); then one pod at a time, every container that asks for a device
+// resource is allocated during that pod's admission, init containers first: the kubelet first
+// reuses devices the pod's init containers hold (in no particular order), asks the plugin's
+// GetPreferredAllocation for the rest (those reused as must-include), then calls Allocate. A
+// pod one of whose Allocates fails is not admitted, and its devices go back.
+//
 // Thread-safe: the gRPC threads and the test thread meet under one mutex.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -64,7 +75,9 @@ class FakeKubelet final : public v1beta1::Registration::Service {
   }
 
   // One container asking for `count` devices of `resource`, as the device manager admits it.
-  Admitted admit(const std::string& resource, int count) {
+  // `reuse`: devices the pod's init containers hold, taken first (the kubelet's devicesToReuse).
+  Admitted admit(const std::string& resource, int count,
+                 const std::vector<std::string>& reuse = {}) {
     std::shared_ptr<Plugin> p;
     std::vector<std::string> available;
     {
@@ -75,11 +88,13 @@ class FakeKubelet final : public v1beta1::Registration::Service {
       }
     }
     Admitted out;
-    if (static_cast<int>(available.size()) < count) {
+    std::vector<std::string> must(reuse.begin(),
+                                  reuse.begin() + std::min<std::size_t>(reuse.size(), count));
+    if (static_cast<int>(available.size() + must.size()) < count) {
       out.error = "not enough devices";
       return out;
     }
-    out.ids = choose(*p, available, count);
+    out.ids = static_cast<int>(must.size()) == count ? must : choose(*p, available, count, must);
     v1beta1::AllocateRequest req;
     auto* c = req.add_container_requests();
     for (const auto& id : out.ids) c->add_devices_ids(id);
@@ -97,6 +112,49 @@ class FakeKubelet final : public v1beta1::Registration::Service {
     std::lock_guard lock(mu_);
     allocated_[resource].insert(out.ids.begin(), out.ids.end());
     return out;
+  }
+
+  // A pod as the kubelet receives it: its creationTimestamp (RFC 3339, seconds) and the
+  // containers that ask for a device resource, init containers first.
+  struct PodContainer {
+    std::string name, resource;
+    int count = 0;
+    bool init = false;
+  };
+  struct Pod {
+    std::string uid, name, created;
+    std::vector<PodContainer> containers;
+  };
+  struct PodResult {
+    std::string uid, name;
+    bool admitted = false;
+    std::string error;                           // the Allocate that failed, and why
+    std::map<std::string, Admitted> containers;  // by container name
+  };
+  // How pods created in the same second are ordered: the kubelet's sort is not stable.
+  enum class Ties { kAsGiven, kReversed, kShuffled };
+
+  // Admits the pods that reached the kubelet together, in the kubelet's order (see top).
+  std::vector<PodResult> admit_batch(std::vector<Pod> pods, Ties ties, unsigned seed = 0) {
+    if (ties == Ties::kReversed) std::reverse(pods.begin(), pods.end());
+    if (ties == Ties::kShuffled) std::shuffle(pods.begin(), pods.end(), std::mt19937(seed));
+    // RFC 3339 UTC at one-second resolution compares as text.
+    std::stable_sort(pods.begin(), pods.end(),
+                     [](const Pod& a, const Pod& b) { return a.created < b.created; });
+    std::vector<PodResult> out;
+    for (const Pod& pod : pods) out.push_back(admit_pod(pod));
+    return out;
+  }
+
+  // The pod is gone: its devices are free again.
+  void remove_pod(const std::string& uid) {
+    std::lock_guard lock(mu_);
+    auto it = pod_devices_.find(uid);
+    if (it == pod_devices_.end()) return;
+    for (const auto& [resource, ids] : it->second) {
+      for (const auto& id : ids) allocated_[resource].erase(id);
+    }
+    pod_devices_.erase(it);
   }
 
   grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* req,
@@ -145,20 +203,64 @@ class FakeKubelet final : public v1beta1::Registration::Service {
     std::thread reader;
   };
 
+  PodResult admit_pod(const Pod& pod) {
+    PodResult r{pod.uid, pod.name, false, "", {}};
+    std::map<std::string, std::vector<std::string>> reusable;  // init containers' devices
+    std::map<std::string, std::set<std::string>> held;
+    for (const PodContainer& c : pod.containers) {
+      std::vector<std::string> reuse = reusable[c.resource];
+      std::reverse(reuse.begin(), reuse.end());  // the kubelet takes them from a set, any order
+      Admitted a = admit(c.resource, c.count, reuse);
+      r.containers[c.name] = a;
+      if (!a.ok) {
+        r.error = c.name + ": " + a.error;
+        std::lock_guard lock(mu_);
+        for (const auto& [resource, ids] : held) {
+          for (const auto& id : ids) allocated_[resource].erase(id);
+        }
+        return r;
+      }
+      held[c.resource].insert(a.ids.begin(), a.ids.end());
+      auto& pool = reusable[c.resource];
+      if (c.init) {
+        for (const auto& id : a.ids) {
+          if (std::find(pool.begin(), pool.end(), id) == pool.end()) pool.push_back(id);
+        }
+      } else {
+        std::erase_if(pool, [&](const std::string& id) {
+          return std::find(a.ids.begin(), a.ids.end(), id) != a.ids.end();
+        });
+      }
+    }
+    std::lock_guard lock(mu_);
+    pod_devices_[pod.uid] = held;
+    r.admitted = true;
+    return r;
+  }
+
   // The device manager: the plugin's preference where it is available, the rest in order.
-  std::vector<std::string> choose(Plugin& p, const std::vector<std::string>& available, int count) {
+  std::vector<std::string> choose(Plugin& p, const std::vector<std::string>& available, int count,
+                                  const std::vector<std::string>& must = {}) {
     v1beta1::PreferredAllocationRequest req;
     auto* c = req.add_container_requests();
     for (const auto& id : available) c->add_available_deviceids(id);
+    for (const auto& id : must) {
+      c->add_available_deviceids(id);
+      c->add_must_include_deviceids(id);
+    }
     c->set_allocation_size(count);
     v1beta1::PreferredAllocationResponse resp;
     grpc::ClientContext ctx;
-    std::vector<std::string> chosen;
-    const std::set<std::string> avail(available.begin(), available.end());
+    std::vector<std::string> chosen = must;
+    std::set<std::string> avail(available.begin(), available.end());
+    avail.insert(must.begin(), must.end());
     if (p.stub->GetPreferredAllocation(&ctx, req, &resp).ok() &&
         resp.container_responses_size() == 1) {
       for (const auto& id : resp.container_responses(0).deviceids()) {
-        if (avail.contains(id) && static_cast<int>(chosen.size()) < count) chosen.push_back(id);
+        if (avail.contains(id) && static_cast<int>(chosen.size()) < count &&
+            std::find(chosen.begin(), chosen.end(), id) == chosen.end()) {
+          chosen.push_back(id);
+        }
       }
     }
     for (const auto& id : available) {
@@ -189,6 +291,8 @@ class FakeKubelet final : public v1beta1::Registration::Service {
   std::vector<v1beta1::RegisterRequest> requests_;
   std::map<std::string, std::shared_ptr<Plugin>> plugins_;
   std::map<std::string, std::set<std::string>> allocated_;
+  // Admitted pods' devices: uid -> resource -> device IDs.
+  std::map<std::string, std::map<std::string, std::set<std::string>>> pod_devices_;
 };
 
 }  // namespace gapless::test

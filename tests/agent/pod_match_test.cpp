@@ -61,20 +61,47 @@ std::vector<int> gpus(const agent::Admission& a) {
 
 }  // namespace
 
-TEST_CASE("the oldest bound pending pod of the asked size is the one admitted", "[podmatch]") {
+TEST_CASE("the one pending pod asking the size is matched; two alike are refused", "[podmatch]") {
   agent::AllocationCheckpoint cp("/nonexistent/cp.json");
-  const std::vector<json> pods = {
+  std::vector<json> pods = {
       pod("late", json::array({container("c", 1)}), record("late", {0}), "2026-01-01T00:00:09Z"),
-      pod("early", json::array({container("c", 1)}), record("early", {1}), "2026-01-01T00:00:01Z"),
       pod("two", json::array({container("c", 2)}), record("two", {2, 3}), "2026-01-01T00:00:00Z")};
   auto m = match(pods, 1, cp);
   REQUIRE(m);
-  CHECK(m->pod_name == "early");
-  CHECK(gpus(*m) == std::vector<int>{1});
-  cp.add({"uid-early", "ml", "early", "c", {"GPU-1"}});
-  CHECK(match(pods, 1, cp)->pod_name == "late");
+  CHECK(m->pod_name == "late");
+  CHECK(m->last);
+  CHECK(gpus(*m) == std::vector<int>{0});
   CHECK(match(pods, 2, cp)->pod_name == "two");
   CHECK_FALSE(match(pods, 3, cp));
+  // A second 1-GPU pod: bind times tell nothing (the kubelet sorts by creation second, unstably).
+  pods.push_back(
+      pod("early", json::array({container("c", 1)}), record("early", {1}), "2026-01-01T00:00:01Z"));
+  auto both = agent::match_admission({{"items", json(pods)}}, "n1", "nvidia.com/gpu",
+                                     agent::GrantKind::kWhole, 1, cp);
+  REQUIRE_FALSE(both.ok());
+  CHECK_THAT(both.error(), Catch::Contains("cannot tell which pod"));
+  CHECK_THAT(both.error(), Catch::Contains("ml/late"));
+  CHECK_THAT(both.error(), Catch::Contains("ml/early"));
+  // Once one is served (checkpoint) or marked allocated, the other is the only candidate.
+  cp.add({"uid-early", "ml", "early", "c", {"GPU-1"}});
+  CHECK(match(pods, 1, cp)->pod_name == "late");
+  agent::AllocationCheckpoint empty("/nonexistent/cp2.json");
+  pods[0]["metadata"]["annotations"]["gapless.io/allocated"] = "{}";
+  CHECK(match(pods, 1, empty)->pod_name == "early");
+}
+
+TEST_CASE("several pods without a record get the kubelet's choice", "[podmatch]") {
+  agent::AllocationCheckpoint cp("/nonexistent/cp.json");
+  const std::vector<json> pods = {pod("a", json::array({container("c", 1)})),
+                                  pod("b", json::array({container("c", 1)}))};
+  CHECK_FALSE(match(pods, 1, cp));
+  // One of them with a record: ambiguous, refused.
+  const std::vector<json> mixed = {pods[0],
+                                   pod("r", json::array({container("c", 1)}), record("r", {4}))};
+  auto m = agent::match_admission({{"items", json(mixed)}}, "n1", "nvidia.com/gpu",
+                                  agent::GrantKind::kWhole, 1, cp);
+  REQUIRE_FALSE(m.ok());
+  CHECK_THAT(m.error(), Catch::Contains("ml/a (no record)"));
 }
 
 TEST_CASE("running, deleted and other nodes' pods are never matched", "[podmatch]") {
@@ -98,6 +125,7 @@ TEST_CASE("init containers take the record's first GPUs, the others consecutive 
   REQUIRE(init);
   CHECK(init->container == "init");
   CHECK(gpus(*init) == std::vector<int>{5, 6, 7});
+  CHECK_FALSE(init->last);
   cp.add({"uid-p", "ml", "p", "init", {}});
   CHECK_FALSE(match({p}, 2, cp));  // container "a" comes first and asks for 1
   auto a = match({p}, 1, cp);
@@ -107,6 +135,10 @@ TEST_CASE("init containers take the record's first GPUs, the others consecutive 
   auto b = match({p}, 2, cp);
   REQUIRE(b);
   CHECK(gpus(*b) == std::vector<int>{6, 7});
+  CHECK(b->last);
+  // The init container held the record's first three GPUs: the kubelet may pass them again.
+  REQUIRE(b->reusable.size() == 3);
+  CHECK(b->reusable[0].index == 5);
 }
 
 TEST_CASE("a record the plugin cannot trust fails the match", "[podmatch]") {

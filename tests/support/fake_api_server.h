@@ -7,8 +7,9 @@
 //        /apis/policy/v1/namespaces/{ns}/poddisruptionbudgets            list or watch
 //   GET  /api/v1/nodes/{name}, /api/v1/namespaces/{ns}/pods/{name}       one object (404 Status)
 //   POST /api/v1/namespaces/{ns}/pods/{name}/binding                     bind (201 Status)
-//   PATCH /api/v1/nodes/{name}       JSON merge patch (application/merge-patch+json; 415
-//                                    for other patch types), 200 with the node (MODIFIED)
+//   PATCH /api/v1/nodes/{name}, /api/v1/namespaces/{ns}/pods/{name}    JSON merge patch
+//                                    (application/merge-patch+json; 415 for other patch
+//                                    types), 200 with the object (MODIFIED)
 //   POST /api/v1/namespaces/{ns}/events, /apis/events.k8s.io/v1/namespaces/{ns}/events
 //   GET, POST /api/v1/namespaces/{ns}/services/{name}:{port}/proxy/{path}   the service proxy:
 //                                    forwarded to the URL proxy_service() registered (503
@@ -234,6 +235,7 @@ class FakeApiServer {
   void handle_binding(const httplib::Request& req, httplib::Response& res);
   void handle_event(const httplib::Request& req, httplib::Response& res);
   void handle_node_patch(const httplib::Request& req, httplib::Response& res);
+  void handle_pod_patch(const httplib::Request& req, httplib::Response& res);
   void handle_service_proxy(const httplib::Request& req, httplib::Response& res);
   void add_config_map_routes();
   void handle_config_map_write(const httplib::Request& req, httplib::Response& res,

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -26,7 +27,10 @@ using namespace std::chrono_literals;
 // availability"); without, no claims (a single replica).
 class KubeExtender {
  public:
-  explicit KubeExtender(test::FakeApiServer& server, std::string replica = "")
+  // `pairing`: the bind gate on (docs/node-pairing.md), fed by the pod informer as in
+  // gapless-extender.
+  explicit KubeExtender(test::FakeApiServer& server, std::string replica = "",
+                        std::optional<server::PairingOptions> pairing = std::nullopt)
       : server_(server),
         client_(server.client_config()),
         binder_(client_),
@@ -34,6 +38,7 @@ class KubeExtender {
         extender_(model::Cluster{}, placement::builtin_policy(), binder_, metrics_),
         sync_(hooks()) {
     extender_.set_readiness([this] { return sync_.synced(); });
+    if (pairing) extender_.enable_pairing(*pairing);
     if (!replica.empty()) extender_.set_claims(&claims_);
     k8s::InformerOptions o;
     o.watch_timeout_seconds = 30;
@@ -42,7 +47,18 @@ class KubeExtender {
     nodes_ = std::make_unique<k8s::Informer>(client_, o, sync_.node_handlers());
     o.path = "/api/v1/pods";
     o.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
-    pods_ = std::make_unique<k8s::Informer>(client_, o, sync_.pod_handlers());
+    k8s::InformerHandlers pod_handlers = sync_.pod_handlers();
+    pod_handlers.on_list =
+        [this, model = pod_handlers.on_list](const std::vector<nlohmann::json>& items) {
+          model(items);
+          extender_.pairing_pod_list(items);
+        };
+    pod_handlers.on_event = [this, model = pod_handlers.on_event](const std::string& type,
+                                                                  const nlohmann::json& pod) {
+      model(type, pod);
+      extender_.pairing_pod_event(type, pod);
+    };
+    pods_ = std::make_unique<k8s::Informer>(client_, o, pod_handlers);
     threads_.emplace_back([this] {
       nodes_->run();
       ++done_;

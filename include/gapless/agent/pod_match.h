@@ -1,17 +1,19 @@
 // Which pod is the kubelet admitting? The device plugin API's Allocate names devices, never a
-// pod, so the plugin infers it (README "What happens on the node"). The rule:
+// pod, so the plugin infers it (docs/node-pairing.md). The rule:
 //
-//   Among the pods bound to this node that are still Pending and not being deleted, take those
-//   whose next container that asks for the resource (init containers first, then the others,
-//   the order in which the kubelet allocates) has not been allocated yet (the checkpoint) and
-//   asks for exactly as many devices as the kubelet is allocating. Of those, the one bound
-//   first (the PodScheduled condition's time, then creationTimestamp, then namespace/name).
+//   The candidates are the pods on this node that are Pending, not being deleted, not marked
+//   gapless.io/allocated, and whose next container asking the resource (init containers first,
+//   then the others: the kubelet's order) has not been served (the checkpoint) and asks for
+//   exactly as many devices as the kubelet is allocating. Exactly one candidate: that pod.
+//   None: the kubelet's choice (a pod nobody matched). Several: no guessing; Allocate fails
+//   naming them (the kubelet fails that pod's admission), unless none of them has a record,
+//   when the container gets the kubelet's choice, which is the same whoever it is for.
 //
-// The kubelet admits one pod at a time, in the order its pods arrive, which is bind order, so
-// the oldest matching pod is the one being admitted; two pods bound back to back are told
-// apart by their sizes or by that order, and a pod already allocated (checkpoint, kept across
-// restarts) is never matched again. A pod without a record is a candidate like any other, so it
-// cannot take a record pod's match: it gets what the kubelet chose (plain NVIDIA behaviour).
+// No times are compared: the kubelet sorts each batch of pods by creationTimestamp at
+// one-second resolution with an unstable sort, so no order the plugin can see is the kubelet's.
+// The extender's bind gate (placement/pairing_gate.h) keeps at most one pod per pairing class
+// open per node, so for the pods Gapless binds there is one candidate. Pods of other schedulers
+// asking the same (resource, count) on the same node at the same moment are the limit.
 //
 // Pure functions over the pod list's JSON; no I/O.
 #pragma once
@@ -43,18 +45,28 @@ std::string mig_profile_of(std::string_view resource);
 struct Admission {
   std::string pod_ns, pod_name, pod_uid, container;
   bool has_record = false;
+  // The pod's last container asking the resource: once served, the pod is fully served.
+  bool last = false;
+  // The record's first grants, which the pod's init containers held: the kubelet hands them to
+  // later containers first (devicesToReuse), in any order. Empty when no init container asks.
+  std::vector<model::GpuGrant> reusable;
+  std::vector<model::MigGrant> reusable_mig;
   // With a record: this container's grants, in the record's order. Init containers each get
   // the record's first grants (they run before the others and give their devices back); the
   // other containers get consecutive grants, as the effective request (max of init, sum of
   // the rest) counted them.
   std::vector<model::GpuGrant> grants;
   std::vector<model::MigGrant> mig;  // kMig: this container's MIG instances, the same way
+  // kMig: the GPU UUID the record gives each of `mig` (and of `reusable_mig`), "" when the
+  // record predates them; a UUID wins over the index, which a reboot may renumber.
+  std::vector<std::string> mig_uuids, reusable_mig_uuids;
 };
 
 // The pod and container being admitted for `count` devices of `resource`, or nullopt when no
-// pending pod on this node matches (the caller falls back to the kubelet's choice). Errors: a
-// matched pod whose record cannot be decoded, names another node, or names fewer grants of
-// `kind` than its containers ask for (the plugin must not guess GPUs for it).
+// pending pod on this node matches, or several without a record (the caller falls back to the
+// kubelet's choice). Errors: several candidates, one with a record (the message names them:
+// "cannot tell which pod ..."); a matched pod whose record cannot be decoded, names another
+// node, or names fewer grants of `kind` than its containers ask for (no guessing GPUs).
 Result<std::optional<Admission>> match_admission(const nlohmann::json& pod_list,
                                                  const std::string& node, std::string_view resource,
                                                  GrantKind kind, std::int64_t count,

@@ -11,7 +11,11 @@
 // Annotations read: gapless.io/gpu-models, gapless.io/topology, gapless.io/policy.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <set>
+#include <string>
+#include <utility>
 
 #include "gapless/model/request.h"
 #include "gapless/model/result.h"
@@ -21,6 +25,8 @@ namespace gapless::k8s {
 struct ParsedPod {
   model::PodInfo info;
   model::GpuRequest request;
+  // Its pairing classes (k8s/device_asks.h): what the bind gate holds for it on its node.
+  std::set<std::pair<std::string, std::int64_t>> device_classes;
 };
 
 // Errors are one sentence naming the resource or annotation and the bad value, e.g.

@@ -17,9 +17,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gapless/k8s/binder.h"
 #include "gapless/k8s/cluster_sync.h"
@@ -29,6 +31,7 @@
 #include "gapless/placement/profile.h"
 #include "gapless/placement/scheduler.h"
 #include "gapless/server/metrics.h"
+#include "gapless/server/pairing_waits.h"
 #include "gapless/server/pending_pods.h"
 
 namespace gapless::server {
@@ -50,8 +53,29 @@ class Extender {
   // full-node mode).
   std::string filter(const std::string& body);
   std::string prioritize(const std::string& body);
+  // Bind, answered through `done`, called exactly once: at once, or later from another thread
+  // when the pod had to wait for the pairing gate (docs/node-pairing.md): with pairing on, a
+  // bind whose pod asks the same (device resource, count) as a pod on that node that is not yet
+  // allocated is parked, without blocking a thread, until that pod is allocated, started or
+  // gone; after --pairing-wait it is answered with an Error naming the node and that pod (so
+  // kube-scheduler retries), and at shutdown with an Error too.
+  void bind_async(std::string body, std::function<void(std::string answer)> done);
+  // bind_async, waited for (bench, tests, the synchronous HTTP server).
   std::string bind(std::string_view body);
   std::string preempt(std::string_view body);
+
+  // Turns the pairing gate on (Kubernetes mode: a pod informer must feed pairing_pod_event /
+  // pairing_pod_list, or binds alike on one node wait until --pairing-wait). Off by default:
+  // without an agent nothing would ever mark a pod allocated. Call before serving.
+  void enable_pairing(PairingOptions options);
+  // The pod informer's view, for the gate: allocated (gapless.io/allocated), started (phase no
+  // longer Pending), deleted; a bound pending pod with a record and no mark holds its classes
+  // (after a restart, or bound by another replica). server/pairing_pods.cpp.
+  void pairing_pod_event(const std::string& type, const nlohmann::json& pod);
+  void pairing_pod_list(const std::vector<nlohmann::json>& pods);
+  // Answers every parked bind with an Error, and later binds the gate would hold at once.
+  // Idempotent.
+  void stop_pairing();
 
   // POST /debug/explain: for an ExtenderArgs (as filter takes), per node the filter verdict and
   // reason, the engine score's terms, the raw and 0..10 scores, and what bind would give the pod
@@ -128,6 +152,9 @@ class Extender {
   Status fits_beside(const model::Allocation& ours,
                      const std::vector<model::Allocation>& others) const;
 
+  // The bind itself (re-check, reserve, Binding), once the gate let it go.
+  std::string bind_now(std::string_view body);
+
   placement::Scheduler scheduler_;
   k8s::NodeClaims* claims_ = nullptr;
   std::function<std::vector<model::DisruptionBudget>()> budgets_;  // read-only while serving
@@ -135,6 +162,8 @@ class Extender {
   Binder& binder_;
   Metrics& metrics_;
   PendingPods pending_;
+  // Last: destroyed first, its parked binds answered while the rest still stands.
+  std::unique_ptr<PairingWaits> pairing_;
 };
 
 }  // namespace gapless::server

@@ -57,6 +57,9 @@ class Metrics {
   // Refreshes the cluster gauges from the scheduler's live summary (no walk over the model).
   void update_cluster(const placement::ClusterSummary& summary);
 
+  // The registry, for metric families registered elsewhere (server/pairing_waits.h).
+  prometheus::Registry& registry() { return *registry_; }
+
   // Text exposition format (prometheus::TextSerializer), with `extra` families (built at scrape
   // time by the caller) after the registry's.
   std::string serialize(std::vector<prometheus::MetricFamily> extra = {}) const;
