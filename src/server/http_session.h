@@ -83,6 +83,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       arm(Clock::now() + core_.options.request_timeout);
       stream_.async_handshake(boost::asio::ssl::stream_base::server,
                               [self = this->shared_from_this()](boost::beast::error_code ec) {
+                                if (self->phase_ == Phase::kClosed) return;  // stopped
                                 if (!ec) return self->next_request();
                                 self->core_.count_cut(self->expired_ ? "request_timeout"
                                                                      : "tls_handshake");
