@@ -80,6 +80,11 @@ int main(int argc, char** argv) {
   int request_timeout = 10;
   std::size_t max_connections = 1024;
   std::size_t max_connections_per_peer = 256;
+  std::size_t max_header_bytes = 64 * 1024;
+  std::size_t max_headers = 100;
+  std::size_t max_answer_bytes = 16 * 1024 * 1024;
+  std::size_t probe_connections = 16;
+  int deferred_timeout = 30;
   std::string tls_cert;
   std::string tls_key;
   std::string client_ca;
@@ -101,11 +106,32 @@ int main(int argc, char** argv) {
   app.add_option("--check-policy", check_policy, "validate a policy file and exit");
   app.add_option("--max-body-bytes", max_body, "largest request body accepted")
       ->capture_default_str();
-  app.add_option("--read-timeout", read_timeout,
-                 "seconds one socket read may wait (request, TLS handshake)")
+  app.add_option("--max-header-bytes", max_header_bytes,
+                 "largest request head (request line and header fields); beyond, 431 and close")
+      ->check(CLI::Range(1024, 64 * 1024 * 1024))
+      ->capture_default_str();
+  app.add_option("--max-headers", max_headers, "most header fields in one request")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--max-answer-bytes", max_answer_bytes,
+                 "largest answer; a larger one is replaced by an Error")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--probe-connections", probe_connections,
+                 "connections kept above --max-connections(-per-peer) for /healthz, /readyz "
+                 "and /metrics only")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  app.add_option("--deferred-timeout", deferred_timeout,
+                 "seconds a deferred answer (bind) may take before the client gets an Error")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
-  app.add_option("--write-timeout", write_timeout, "seconds one socket write may wait")
+  app.add_option("--read-timeout", read_timeout,
+                 "seconds to wait for the next byte of a request, or for the next request on a "
+                 "kept connection")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--write-timeout", write_timeout, "seconds one whole answer may take to write")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   app.add_option("--workers", workers, "threads answering requests")
@@ -117,8 +143,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
   app.add_option("--request-timeout", request_timeout,
-                 "seconds a request's head and body may take from its first byte (HTTPS: the "
-                 "handshake and first request, from the accept)")
+                 "seconds a request's head and body may take from its first byte (HTTPS: also "
+                 "the handshake, from the accept)")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   app.add_option("--max-connections", max_connections,
@@ -258,6 +284,13 @@ int main(int argc, char** argv) {
   http_options.request_timeout = std::chrono::seconds(request_timeout);
   http_options.max_connections = max_connections;
   http_options.max_connections_per_peer = max_connections_per_peer;
+  http_options.max_header_bytes = max_header_bytes;
+  http_options.max_headers = max_headers;
+  http_options.max_answer_bytes = max_answer_bytes;
+  http_options.probe_connections = probe_connections;
+  http_options.deferred_timeout = std::chrono::seconds(deferred_timeout);
+  // The integrator wires Extender::bind_async here (HttpOptions::bind_async; see
+  // src/server/routes.cpp, Routes::bind): until then bind answers synchronously on a worker.
   http_options.tls_cert_file = tls_cert;
   http_options.tls_key_file = tls_key;
   http_options.client_ca_file = client_ca;

@@ -6,13 +6,13 @@
 #include <memory>
 #include <optional>
 
-#include "front_door.h"
+#include "http_exchange.h"
 #include "gapless/k8s/json_fields.h"
 #include "gapless/model/ascii.h"
 
 // read_body leaves this much room behind a body so it is parsed where it lies (else copied).
-static_assert(gapless::server::front_door::kParsePadding >= simdjson::SIMDJSON_PADDING,
-              "front_door::kParsePadding must cover simdjson's padding");
+static_assert(gapless::server::kParsePadding >= simdjson::SIMDJSON_PADDING,
+              "kParsePadding must cover simdjson's padding");
 
 namespace gapless::server::wire {
 namespace {

@@ -1,4 +1,4 @@
-// The plain-HTTP door (src/server/plain_connection.h, issue 17 finding 1): idle connections hold
+// The plain-HTTP front (src/server/http_session.h, issue 17 finding 1): idle connections hold
 // no worker, a request must be complete within --request-timeout however slowly it trickles in,
 // and connections are bounded per peer address and in total, refused at once by the accept
 // thread. Bounds in these tests are the tests' own, far above the behavior under test.
@@ -77,6 +77,7 @@ TEST_CASE("connections beyond --max-connections-per-peer are refused at once wit
           "[server][limits][door]") {
   server::HttpOptions o;
   o.max_connections_per_peer = 3;
+  o.probe_connections = 0;  // no reserve for probes: refused at the accept
   LiveServer srv(o);
   std::vector<std::unique_ptr<RawConnection>> held;
   for (int i = 0; i < 3; ++i) held.push_back(std::make_unique<RawConnection>(srv.port(), 30));
@@ -100,6 +101,7 @@ TEST_CASE("connections beyond --max-connections-per-peer are refused at once wit
 TEST_CASE("connections beyond --max-connections are refused at once", "[server][limits][door]") {
   server::HttpOptions o;
   o.max_connections = 2;
+  o.probe_connections = 0;  // no reserve for probes: refused at the accept
   LiveServer srv(o);
   RawConnection a(srv.port(), 30);
   RawConnection b(srv.port(), 30);

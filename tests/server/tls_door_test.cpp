@@ -1,4 +1,4 @@
-// HTTPS through the door (src/server/plain_connection.h, issue 17 finding 1 "before and during
+// HTTPS through the front (src/server/http_session.h, issue 17 finding 1 "before and during
 // the TLS handshake"): idle TCP connections and ClientHellos trickling in hold no worker, a
 // handshake must finish within --request-timeout, the connection limits hold, and pipelined
 // requests are answered in order. Before, HTTPS kept cpp-httplib's thread-per-connection model
@@ -186,6 +186,7 @@ TEST_CASE("HTTPS: --max-connections-per-peer and --max-connections hold",
   if (pki == nullptr) return;
   server::HttpOptions o = tls_options(*pki, false);
   o.max_connections_per_peer = 3;
+  o.probe_connections = 0;  // no reserve for probes: closed at the accept
   LiveServer srv(o);
   auto held = raw_connections(srv.port(), 3);
   RawConnection extra(srv.port(), kReadBound);

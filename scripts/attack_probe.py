@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""Latency and RSS of gapless-extender under the hostile clients of issue 28.
+
+Starts the extender (demo cluster) on 127.0.0.1, over HTTP or HTTPS (a throw-away self-signed
+certificate made with the openssl command), measures a normal client alone (filter and /healthz
+latency, sequential, one kept connection each), then again while each attack runs:
+
+  slow-chunked   2 x --workers connections sending a chunked filter body 1 byte per 0.5 s,
+                 reopened when cut
+  slow-expect    the same with "Expect: 100-continue" and a Content-Length body
+  slow-readers   2 x --workers clients pipelining /debug/explain of 60,000 unknown nodes and
+                 never reading
+  big-heads      4 connections sending 100 KiB heads in a loop, and one 64 MB head
+  explain-1m     3 clients at once asking /debug/explain for 1M node names
+  conn-flood     --max-connections idle connections
+
+and prints filter p50/p99 and /healthz p99/max per phase, peak RSS (VmHWM) and RSS one minute
+after the last attack.
+
+Usage: scripts/attack_probe.py build/gapless-extender [--tls] [--workers 4] [--seconds 10]
+Only the Python standard library (and the openssl command for --tls).
+"""
+import argparse
+import json
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+FILTER = json.dumps({"Pod": {"metadata": {"name": "p", "namespace": "default", "uid": "u"},
+                             "spec": {"containers": [{"name": "c", "resources": {
+                                 "limits": {"nvidia.com/gpu": "1"}}}]}},
+                     "Nodes": None, "NodeNames": ["h100-nvs-01"]}).encode()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss(pid):
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0]) // 1024
+    return out
+
+
+class Target:
+    def __init__(self, port, tls):
+        self.port, self.tls = port, tls
+        self.ctx = None
+        if tls:
+            self.ctx = ssl.create_default_context()
+            self.ctx.check_hostname = False
+            self.ctx.verify_mode = ssl.CERT_NONE
+
+    def connect(self, timeout=30):
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        return self.ctx.wrap_socket(s) if self.tls else s
+
+
+def read_answer(s):
+    """One HTTP answer with a Content-Length body from a blocking socket."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length":
+            length = int(v)
+    while len(body) < length:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed")
+        body += chunk
+    return head.split(b" ")[1], body
+
+
+def timed_calls(target, seconds, request):
+    """Latencies (ms) of `request` repeated on one kept connection for `seconds`."""
+    out, end = [], time.time() + seconds
+    s = None
+    while time.time() < end:
+        try:
+            if s is None:
+                s = target.connect()
+            t0 = time.perf_counter()
+            s.sendall(request)
+            read_answer(s)
+            out.append((time.perf_counter() - t0) * 1000)
+        except (OSError, ConnectionError):
+            out.append(float("inf"))
+            s = None
+    return out
+
+
+def pct(values, p):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(len(v) * p))] if v else float("nan")
+
+
+class Attack:
+    def __init__(self):
+        self.stop = threading.Event()
+        self.threads = []
+
+    def spawn(self, fn, *args):
+        t = threading.Thread(target=fn, args=args, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def end(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=5)
+
+
+def trickle(attack, target, head, body):
+    while not attack.stop.is_set():
+        try:
+            s = target.connect()
+            s.sendall(head)
+            for b in body:
+                if attack.stop.wait(0.5):
+                    break
+                s.sendall(bytes([b]))
+            s.close()
+        except OSError:
+            time.sleep(0.1)
+
+
+def never_read(attack, target, request, count):
+    while not attack.stop.is_set():
+        try:
+            s = target.connect()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.settimeout(2)
+            for _ in range(count):
+                s.sendall(request)
+            attack.stop.wait(60)
+            s.close()
+        except OSError:
+            time.sleep(0.1)
+
+
+def big_head(attack, target, size, once=False):
+    line = b"X-Pad: " + b"a" * 100 + b"\r\n"
+    while not attack.stop.is_set():
+        try:
+            s = target.connect()
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+            sent = 0
+            while sent < size and not attack.stop.is_set():
+                s.sendall(line * 600)
+                sent += len(line) * 600
+            s.sendall(b"\r\n")
+            s.recv(100)
+            s.close()
+        except OSError:
+            pass
+        if once:
+            return
+
+
+def explain_1m(attack, target):
+    names = [f"n{i}" for i in range(1000000)]
+    body = json.dumps({"Pod": json.loads(FILTER)["Pod"], "NodeNames": names}).encode()
+    req = (b"POST /debug/explain HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)) + body
+    while not attack.stop.is_set():
+        try:
+            s = target.connect(timeout=120)
+            s.sendall(req)
+            read_answer(s)
+            s.close()
+        except (OSError, ConnectionError):
+            time.sleep(0.1)
+
+
+def flood(attack, target, n):
+    held = []
+    for _ in range(n):
+        try:
+            held.append(socket.create_connection(("127.0.0.1", target.port), timeout=5))
+        except OSError:
+            break
+    attack.stop.wait()
+    for s in held:
+        s.close()
+
+
+def phases(target, workers, max_connections):
+    pod = json.loads(FILTER)["Pod"]
+    explain60k = json.dumps({"Pod": pod, "NodeNames": [f"unknown-{i}" for i in range(60000)]}).encode()
+    slow_head = b"POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    slow_chunks = b"%x\r\n" % len(FILTER) + FILTER + b"\r\n0\r\n\r\n"
+    expect_head = (b"POST /filter HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                   b"Content-Length: %d\r\n\r\n" % len(FILTER))
+    explain_req = (b"POST /debug/explain HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                   % len(explain60k)) + explain60k
+    n = 2 * workers
+    return [
+        ("slow-chunked", lambda a: [a.spawn(trickle, a, target, slow_head, slow_chunks) for _ in range(n)]),
+        ("slow-expect", lambda a: [a.spawn(trickle, a, target, expect_head, FILTER) for _ in range(n)]),
+        ("slow-readers", lambda a: [a.spawn(never_read, a, target, explain_req, 4) for _ in range(n)]),
+        ("big-heads", lambda a: [a.spawn(big_head, a, target, 100 * 1024) for _ in range(4)]
+         + [a.spawn(big_head, a, target, 64 * 1024 * 1024, True)]),
+        ("explain-1m", lambda a: [a.spawn(explain_1m, a, target) for _ in range(3)]),
+        ("conn-flood", lambda a: [a.spawn(flood, a, target, max_connections)]),
+    ]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("extender")
+    ap.add_argument("--tls", action="store_true")
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--max-connections", type=int, default=1024)
+    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--after", type=float, default=60, help="seconds to wait before the last RSS")
+    args = ap.parse_args()
+    port = free_port()
+    cmd = [args.extender, "--listen", f"127.0.0.1:{port}", "--workers", str(args.workers),
+           "--max-connections", str(args.max_connections)]
+    tmp = tempfile.mkdtemp()
+    if args.tls:
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                        "-subj", "/CN=127.0.0.1", "-keyout", f"{tmp}/k.pem", "-out", f"{tmp}/c.pem"],
+                       check=True, capture_output=True)
+        cmd += ["--tls-cert", f"{tmp}/c.pem", "--tls-key", f"{tmp}/k.pem"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
+    target = Target(port, args.tls)
+    for _ in range(100):
+        try:
+            target.connect().close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    filter_req = (b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(FILTER)) + FILTER
+    health_req = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+
+    def measure(name):
+        res = {}
+        t = threading.Thread(target=lambda: res.setdefault("h", timed_calls(target, args.seconds, health_req)))
+        t.start()
+        f = timed_calls(target, args.seconds, filter_req)
+        t.join()
+        h = res["h"]
+        m = rss(proc.pid)
+        print(f"{name:13s} {'https' if args.tls else 'http':5s} filter n={len(f):5d} p50={pct(f, .5):8.2f} "
+              f"p99={pct(f, .99):8.2f} ms  healthz p99={pct(h, .99):8.2f} max={max(h):8.2f} ms  "
+              f"RSS={m['VmRSS']} MiB peak={m['VmHWM']} MiB", flush=True)
+
+    try:
+        measure("unloaded")
+        for name, start in phases(target, args.workers, args.max_connections):
+            attack = Attack()
+            start(attack)
+            time.sleep(1)  # let the attack take hold
+            measure(name)
+            attack.end()
+        time.sleep(args.after)
+        m = rss(proc.pid)
+        print(f"after {args.after:.0f} s: RSS={m['VmRSS']} MiB peak={m['VmHWM']} MiB")
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+// What every connection of the HTTP front shares (http_server.h): the event loop, the routes,
+// the worker pool and the reserved probe thread, the TLS context, and the connection counts.
+// Private to the server.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "gapless/server/http_server.h"
+#include "routes.h"
+#include "worker_pool.h"
+
+namespace gapless::server {
+
+// A connection as the registry knows it: stop() closes it unless a request of it is being
+// answered (that one is answered first, with Connection: close).
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  virtual void stop() = 0;  // on the loop
+};
+
+class ServerCore {
+ public:
+  // The probe thread's queue: /metrics scrapes waiting beyond it are answered 503.
+  static constexpr std::size_t kProbeQueue = 16;
+
+  ServerCore(Extender& extender, const HttpOptions& options)
+      : options(options),
+        routes(extender, options),
+        pool(options.workers, options.max_queue),
+        probes(1, kProbeQueue) {}
+
+  // Why a connection was admitted only for probes ("" if fully), or refused at once.
+  struct Admission {
+    bool admitted = false;
+    const char* limit = nullptr;  // the limit it passed: "max_connections[_per_peer]", or null
+  };
+  Admission admit(const std::string& peer);
+  void release(const std::string& peer);
+
+  void count_cut(const char* reason) const {
+    if (options.metrics != nullptr) options.metrics->count_connection_cut(reason);
+  }
+
+  void add(Connection* c, std::weak_ptr<Connection> w);
+  void remove(Connection* c);
+  // Closes every connection not being answered; on the loop.
+  void stop_connections();
+
+  const HttpOptions& options;
+
+ private:
+  // Before io: connections the loop still holds when it is destroyed release their counts here.
+  std::mutex mu_;
+  std::size_t open_ = 0;
+  std::map<std::string, std::size_t> per_peer_;
+  std::map<Connection*, std::weak_ptr<Connection>> live_;
+
+ public:
+  boost::asio::io_context io{1};
+  std::optional<boost::asio::ip::tcp::acceptor> acceptor;
+  std::optional<boost::asio::ssl::context> tls;
+  Routes routes;
+  // After io: destroyed first, so a job dropped or finishing then still posts to a live loop.
+  WorkerPool pool;
+  WorkerPool probes;      // one reserved thread: /metrics never waits for the workers
+  bool stopping = false;  // on the loop
+};
+
+}  // namespace gapless::server
