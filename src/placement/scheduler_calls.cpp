@@ -1,0 +1,84 @@
+// The runner's calls that only take its lock and ask one stage's own API (waiting_stage.h,
+// quota_stage.h, learned_mix_stage.h) or read the live summary.
+#include "gapless/placement/scheduler.h"
+
+namespace gapless::placement {
+
+bool Scheduler::wait(const model::PodInfo& pod, const model::GpuRequest& req,
+                     const Profile& profile, double now_s, WaitSource source) {
+  if (!WaitingStage::may_wait(pod, req, profile)) return false;  // no lock for most pods
+  const auto loaded = policy();
+  auto lock = lock_for_write();
+  if (cluster_.allocation(pod.uid) != nullptr) return false;
+  const StageCall c = call(loaded->policy, pod, req);
+  if (!stages_.waiting->contains(pod.uid)) {
+    // A pod a PreFilter refuses (its quota) waits for that, not for a node: it must not hold one.
+    for (const auto& stage : stages_.ordered) {
+      if (stage->pre_filter(c)) return false;
+    }
+  }
+  return stages_.waiting->wait(c, profile, now_s, source == WaitSource::kUnschedulable);
+}
+
+bool Scheduler::stop_waiting(const std::string& pod_uid) {
+  auto lock = lock_for_write();
+  return stages_.waiting->stop_waiting(cluster_, pod_uid);
+}
+
+std::size_t Scheduler::expire_waiting(double cutoff_s) {
+  {
+    std::shared_lock lock(mu_);
+    if (!stages_.waiting->any_before(cutoff_s)) return 0;
+  }
+  auto lock = lock_for_write();
+  return stages_.waiting->expire(cluster_, cutoff_s);
+}
+
+std::optional<DrainReservation> Scheduler::drain() const {
+  std::shared_lock lock(mu_);
+  return stages_.waiting->reservation();
+}
+
+std::size_t Scheduler::waiting() const {
+  std::shared_lock lock(mu_);
+  return stages_.waiting->size();
+}
+
+WorkloadMix Scheduler::mix() const {
+  std::shared_lock lock(mu_);
+  return stages_.mix->mix();
+}
+
+std::size_t Scheduler::observed() const {
+  std::shared_lock lock(mu_);
+  return stages_.mix->observed();
+}
+
+std::vector<QuotaRow> Scheduler::quota_rows() const {
+  const auto loaded = policy();
+  std::shared_lock lock(mu_);
+  const model::PodInfo none;
+  return stages_.quotas->rows(loaded->policy.quotas, call(loaded->policy, none, {}).cluster_gpus);
+}
+
+void Scheduler::set_namespaces(NamespaceLabels all) {
+  auto lock = lock_for_write();
+  stages_.quotas->set_namespaces(std::move(all));
+}
+
+void Scheduler::set_namespace(const std::string& ns, model::Labels labels) {
+  auto lock = lock_for_write();
+  stages_.quotas->set_namespace(ns, std::move(labels));
+}
+
+void Scheduler::erase_namespace(const std::string& ns) {
+  auto lock = lock_for_write();
+  stages_.quotas->erase_namespace(ns);
+}
+
+ClusterSummary Scheduler::summary() const {
+  std::shared_lock lock(mu_);
+  return summary_.total();
+}
+
+}  // namespace gapless::placement
