@@ -79,7 +79,8 @@ TEST_CASE("the learner also rebuilds when a multi-GPU shape is first seen", "[be
 
 TEST_CASE("model term: pods naming no model keep off the model restricted pods need",
           "[bench][gapless]") {
-  // 2 T4 GPUs of 10: T4 is 20 % of the GPUs; the T4-only pods ask 15 % of all GPU demand.
+  // 2 T4 GPUs of 10: T4 is 20 % of the GPUs; the T4-only pods ask 15 % of all GPU demand, so
+  // T4 is needed at 0.75 of its share, 0.60 more than an even share (0.15) of every GPU.
   const std::vector<model::Node> nodes = {node_with("t4", 96000, 2, {}, 0, "T4"),
                                           node_with("g2", 96000, 8, {}, 0, "G2")};
   placement::ShapeCounts counts;
@@ -90,14 +91,14 @@ TEST_CASE("model term: pods naming no model keep off the model restricted pods n
   cache.rebuild(pointers(nodes));
   const auto t4 = cache.model_reserves(nodes[0]);
   REQUIRE(t4.size() == 2);
-  CHECK(t4[0] == Approx(0.75));
-  CHECK(t4[1] == Approx(0.75));
+  CHECK(t4[0] == Approx(0.60));
+  CHECK(t4[1] == Approx(0.60));
   const auto g2 = cache.model_reserves(nodes[1]);
   CHECK(g2.size() == 8);
   CHECK(std::all_of(g2.begin(), g2.end(), [](float r) { return r == 0; }));  // nobody wants G2
   const auto ctx = with(mix, cache);
   const auto& s = gapless_strategy();
-  // Unrestricted: the T4 costs 0.25 x 0.75 x 1000 milli more than the G2.
+  // Unrestricted: the T4 costs 0.25 x 0.60 x 1000 milli more than the G2.
   CHECK(s.score_node_in(ctx, nodes[1], whole(1, 8000)) >
         s.score_node_in(ctx, nodes[0], whole(1, 8000)));
   CHECK(s.score_node_in(ctx, nodes[1], share(500)) > s.score_node_in(ctx, nodes[0], share(500)));
@@ -112,6 +113,16 @@ TEST_CASE("model term: pods naming no model keep off the model restricted pods n
   FragmentCache plain_cache(plain_mix);
   plain_cache.rebuild(pointers(nodes));
   CHECK(plain_cache.model_reserves(nodes[0]).empty());
+  // Pods naming G2 ask 70 % more: T4's 0.75 is less than the 0.85 of every GPU that pods naming
+  // some model ask, so nobody crowds T4 and it reserves nothing; G2 0.875 - 0.85.
+  placement::ShapeCounts crowded = counts;
+  crowded[task(1000, 1, 8000)] = 15;
+  crowded[task(1000, 1, 8000, {"G2"})] = 70;
+  const WorkloadMix crowded_mix = placement::typical_mix(crowded);
+  FragmentCache crowded_cache(crowded_mix);
+  crowded_cache.rebuild(pointers(nodes));
+  CHECK(crowded_cache.model_reserves(nodes[0])[0] == Approx(0.0));
+  CHECK(crowded_cache.model_reserves(nodes[1])[0] == Approx(0.025));
 }
 
 TEST_CASE("keep-whole term: a scarce host of a big shape stays whole while others fit",

@@ -72,11 +72,11 @@ class FragmentCache {
   double stranding_after(const model::Node& node, const model::GpuRequest& req,
                          std::span<const int> gpus) const;
   // The model term, per GPU of the node in index order: how much the pods that name GPU models
-  // need that GPU's model, 0..1: their learned share of all GPU demand
+  // need that GPU's model beyond an even share, 0..1: their learned share of all GPU demand
   // (WorkloadMix::model_demand) over the model's share of the GPUs of the nodes given to
-  // rebuild, capped at 1. A pod that names no model and takes such a GPU takes room those pods
-  // can find nowhere else. Empty for a node the cache has not seen, and when no pod named a
-  // model.
+  // rebuild, capped at 1, less the share of all GPU demand that names any model (0 where that
+  // is more). A pod that names no model and takes such a GPU takes room those pods can find
+  // nowhere else. Empty for a node the cache has not seen, and when no pod named a model.
   std::span<const float> model_reserves(const model::Node& node) const;
   // True when `req` taking `gpus` would leave the node unable to take a multi-GPU shape of the
   // mix (WorkloadMix::multi_gpu_shapes) that it can take now, and that only a scarce kind of
