@@ -14,6 +14,7 @@
 #include "gapless/agent/device_plugin.h"
 #include "gapless/agent/mig_reaper.h"
 #include "gapless/agent/status_server.h"
+#include "gapless/agent/usage_report.h"
 
 using namespace gapless;
 
@@ -33,6 +34,8 @@ struct Options {
   std::string device_plugin_dir = agent::kDevicePluginDir;
   int share_slots = 16;
   double mig_grace_seconds = 300;
+  std::string proc_root = "/proc";  // per-pod usage (usage_report.h)
+  bool no_usage = false;
 };
 
 std::atomic<bool> g_stop{false};
@@ -79,6 +82,12 @@ void add_flags(CLI::App& app, Options& o) {
                  "it is destroyed (a replacement pod reuses it meanwhile)")
       ->check(CLI::Range(0.0, 86400.0 * 30))
       ->capture_default_str();
+  app.add_option("--proc-root", o.proc_root,
+                 "where the host's /proc is mounted: each GPU process's cgroup there names its "
+                 "pod (per-pod GPU usage)")
+      ->capture_default_str();
+  app.add_flag("--no-usage", o.no_usage,
+               "do not read per-GPU and per-pod usage (utilization, memory, share over-use)");
   app.add_flag("--version", o.version, "print the version and exit (after checking the flags)");
 }
 
@@ -197,6 +206,13 @@ int publish(const Options& o) {
       log_line(s.error());
       return 1;
     }
+  }
+  agent::UsageReporter usage({o.node_name, o.proc_root}, api.get(), log_line);
+  if (!o.no_usage) {
+    metrics.also_serve(&usage);
+    a.on_tick([&usage](const agent::NvmlLibrary& nvml) {
+      if (Status s = usage.update(nvml); !s.ok()) log_line("usage: " + s.error());
+    });
   }
   a.on_scan([&plugins](const agent::NodeGpus& node) {
     for (auto& p : plugins) p->set_gpus(node.gpus);

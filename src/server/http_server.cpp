@@ -21,6 +21,7 @@
 #include "body_budget.h"
 #include "front_door.h"
 #include "plain_connection.h"
+#include "ui_routes.h"
 
 namespace gapless::server {
 
@@ -517,6 +518,15 @@ void HttpServer::install_routes() {
   s.Get("/debug/state", [this, enter](const httplib::Request& req, httplib::Response& res) {
     if (!enter(req.path, false, req, res)) return;
     res.set_content(extender_.debug_state(), kJson);
+  });
+  // The GPU map (ui_routes.h, docs/gpu-map.md): its routes are the one transport-free function.
+  s.Get(R"(/ui(/.*)?)", [this, enter](const httplib::Request& req, httplib::Response& res) {
+    if (!enter("ui", false, req, res)) return;
+    UiAnswer a = ui_answer(extender_, req.path);
+    res.status = a.status;
+    if (!a.location.empty()) res.set_header("Location", a.location);
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(std::move(a.body), a.content_type);
   });
   // Takes an ExtenderArgs like the verbs, so its body is read and bounded like theirs.
   s.Post(kExplainPath,

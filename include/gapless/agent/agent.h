@@ -54,6 +54,9 @@ class Agent {
   // Called with every successful scan, before the annotation is published (the device plugin's
   // view of the GPUs and their health). Set before run().
   void on_scan(std::function<void(const NodeGpus&)> listener) { on_scan_ = std::move(listener); }
+  // Called after every successful scan with the NVML session (per-pod usage, usage_report.h).
+  // Set before run().
+  void on_tick(std::function<void(const NvmlLibrary&)> f) { on_tick_ = std::move(f); }
 
   // MIG instances left out of every scan's result (the listener's and the annotation's): those
   // the device plugin made for records. They are the records' slices, not a layout, so the GPU
@@ -83,6 +86,7 @@ class Agent {
   std::set<std::string> logged_errors_;
   std::function<void(const NodeGpus&)> on_scan_;  // each distinct NVML failure is logged once
   MigFilter hide_;
+  std::function<void(const NvmlLibrary&)> on_tick_;
 };
 
 }  // namespace gapless::agent

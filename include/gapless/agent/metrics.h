@@ -30,6 +30,8 @@ class AgentMetrics {
   void count_patch();
 
   std::string serialize() const;  // text exposition format
+  // Also serve what `extra` collects (usage_report.h); it must outlive this. Set before serving.
+  void also_serve(const prometheus::Collectable* extra) { extra_ = extra; }
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -38,6 +40,7 @@ class AgentMetrics {
   prometheus::Family<prometheus::Counter>& xids_;
   prometheus::Counter& nvml_errors_;
   prometheus::Counter& patches_;
+  const prometheus::Collectable* extra_ = nullptr;
 };
 
 }  // namespace gapless::agent
