@@ -248,6 +248,7 @@ def large_run(binary, chromium, count):
         browser.wait_for("window.gaplessMap && window.gaplessMap.renders >= 1", timeout=60)
         first = browser.evaluate("window.gaplessMap.firstRenderMs")
         draw = browser.evaluate("window.gaplessMap.lastRenderMs")
+        fetched = browser.evaluate("window.gaplessMap.fetchMs")
         groups = browser.evaluate("[...document.querySelectorAll('.group')].map(g => [g.dataset.group,"
                                   " g.querySelectorAll('canvas.overview').length,"
                                   " g.querySelectorAll('.node').length])")
@@ -260,9 +261,10 @@ def large_run(binary, chromium, count):
         browser.wait_for("window.gaplessMap.renders >= 2", timeout=30)  # a poll's redraw too
         redraw = browser.evaluate("window.gaplessMap.lastRenderMs")
         assert not browser.errors, f"browser errors: {browser.errors}"
-        print(f"large: {count} nodes, {data['cluster']['gpus']} GPUs: first drawn {first:.0f} ms "
-              f"after navigation start (fetch, parse and draw; {draw:.0f} ms drawing), a poll's "
-              f"redraw {redraw:.0f} ms")
+        print(f"large: {count} nodes, {data['cluster']['gpus']} GPUs, map.json {len(json.dumps(data))} "
+              f"bytes: first drawn {first:.0f} ms after navigation start ({fetched:.0f} ms "
+              f"fetching and parsing map.json, {draw:.0f} ms drawing); a poll's redraw "
+              f"{redraw:.0f} ms")
     finally:
         if browser:
             browser.close()
