@@ -1,6 +1,8 @@
 // Per-pod GPU usage (usage_report.h) with the fake NVML's utilization and process lists, a fake
 // /proc tree in a temporary directory, and the fake API server's pod list: usage per GPU,
 // attribution to pod and container, and a share over-use Event once per episode.
+#include <prometheus/metric_family.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +10,7 @@
 
 #include "fake_api_server.h"
 #include "fake_nvml.h"
+#include "gapless/agent/metrics.h"
 #include "gapless/agent/usage_report.h"
 #include "temp_dir.h"
 

@@ -46,7 +46,8 @@ TEST_CASE("GPU map: holders by GPU, shares, MIG slices, islands, counts and wait
   // No node has 16 GPUs: the pod waits.
   const json big = gpu_pod("huge", "uid-map-big", 16);
   std::vector<std::string> names;
-  for (const json& n : json::parse(srv.get("/debug/state").body).at("nodes")) {
+  const json state = json::parse(srv.get("/debug/state").body);
+  for (const json& n : state.at("nodes")) {
     names.push_back(n.at("name"));
   }
   REQUIRE(srv.call("/filter", extender_args(big, names)).at("NodeNames").empty());
