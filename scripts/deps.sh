@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(cmake g++ make pkg-config libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
       libboost-graph-dev catch2 prometheus-cpp-dev libssl-dev libcli11-dev zlib1g-dev
       libbrotli-dev curl openssl libgrpc++-dev protobuf-compiler-grpc
-      protobuf-compiler libprotobuf-dev libsimdjson-dev ccache)
+      protobuf-compiler libprotobuf-dev libsimdjson-dev ccache
+      chromium)  # the GPU map's browser test (tests/ui/)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -67,6 +67,7 @@ Result<std::string> Agent::tick() {
                                                        [](const auto& g) { return !g.healthy; }));
   metrics_.set_gpus(static_cast<int>(gpus->gpus.size()), unhealthy);
   if (on_scan_) on_scan_(*gpus);
+  if (on_tick_) on_tick_(*nvml_);
   std::string text = topology_annotation(*gpus, in_use_ ? in_use_(*gpus) : InUse{});
   // The scheduler rejects a malformed annotation as a whole; never publish one (the scan is
   // built to avoid it, this is the guarantee). The Node keeps its previous value.

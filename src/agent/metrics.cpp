@@ -88,7 +88,11 @@ void AgentMetrics::count_drift_check_error() {
 }
 
 std::string AgentMetrics::serialize() const {
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  if (extra_ != nullptr) {
+    for (auto& f : extra_->Collect()) families.push_back(std::move(f));
+  }
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace gapless::agent

@@ -48,6 +48,11 @@ const char* resolve_all(void* h, NvmlFunctions* f) {
   resolve(h, "nvmlDeviceRegisterEvents", &f->register_events);
   resolve(h, "nvmlEventSetWait_v2", &f->event_set_wait);
   resolve(h, "nvmlEventSetFree", &f->event_set_free);
+  resolve(h, "nvmlDeviceGetUtilizationRates", &f->utilization);
+  resolve(h, "nvmlDeviceGetComputeRunningProcesses_v3", &f->compute_processes);
+  if (f->compute_processes == nullptr) {
+    resolve(h, "nvmlDeviceGetComputeRunningProcesses_v2", &f->compute_processes);
+  }
   const std::pair<const char*, const void*> required[] = {
       {"nvmlInit_v2", reinterpret_cast<const void*>(f->init)},
       {"nvmlShutdown", reinterpret_cast<const void*>(f->shutdown)},

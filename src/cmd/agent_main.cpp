@@ -15,6 +15,7 @@
 #include "gapless/agent/drift_monitor.h"
 #include "gapless/agent/mig_reaper.h"
 #include "gapless/agent/status_server.h"
+#include "gapless/agent/usage_report.h"
 
 using namespace gapless;
 
@@ -35,6 +36,8 @@ struct Options {
   int share_slots = 16;
   double mig_grace_seconds = 300;
   std::string pod_resources_socket = agent::kPodResourcesSocket;
+  std::string proc_root = "/proc";  // per-pod usage (usage_report.h)
+  bool no_usage = false;
 };
 
 std::atomic<bool> g_stop{false};
@@ -88,6 +91,12 @@ void add_flags(CLI::App& app, Options& o) {
                  "with --device-plugin, every scan compares the devices the kubelet assigned "
                  "with the pods' allocation records (docs/node-drift.md)")
       ->capture_default_str();
+  app.add_option("--proc-root", o.proc_root,
+                 "where the host's /proc is mounted: each GPU process's cgroup there names its "
+                 "pod (per-pod GPU usage)")
+      ->capture_default_str();
+  app.add_flag("--no-usage", o.no_usage,
+               "do not read per-GPU and per-pod usage (utilization, memory, share over-use)");
   app.add_flag("--version", o.version, "print the version and exit (after checking the flags)");
 }
 
@@ -206,6 +215,13 @@ int publish(const Options& o) {
       log_line(s.error());
       return 1;
     }
+  }
+  agent::UsageReporter usage({o.node_name, o.proc_root}, api.get(), log_line);
+  if (!o.no_usage) {
+    metrics.also_serve(&usage);
+    a.on_tick([&usage](const agent::NvmlLibrary& nvml) {
+      if (Status s = usage.update(nvml); !s.ok()) log_line("usage: " + s.error());
+    });
   }
   a.on_scan([&plugins](const agent::NodeGpus& node) {
     for (auto& p : plugins) p->set_gpus(node.gpus);

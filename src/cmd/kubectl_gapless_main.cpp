@@ -2,6 +2,7 @@
 //
 //   kubectl gapless nodes [NODE] [--extender URL]
 //   kubectl gapless explain NAMESPACE/POD [-f POD_JSON] [--extender URL]
+//   kubectl gapless ui [--listen HOST:PORT] [--open] [--extender URL]
 //
 // With --extender the extender is called directly; without, through the kubeconfig's API server
 // (service proxy to gapless-extender-metrics in gapless-system). Without -f the pod is read from
@@ -19,6 +20,7 @@
 
 #include "gapless/cli/views.h"
 #include "gapless/k8s/api_client.h"
+#include "kubectl_gapless_ui.h"
 
 using namespace gapless;
 using nlohmann::json;
@@ -27,6 +29,8 @@ namespace {
 
 struct Options {
   std::string extender, kubeconfig, context, node, who, pod_file;
+  std::string listen = "127.0.0.1:8899";  // ui: where the local forwarder listens
+  bool open = false;                      // ui: run xdg-open on the URL
 };
 
 // One call: method, path, body -> the JSON answer.
@@ -72,6 +76,33 @@ Result<Call> api_server(const Options& o, bool via_proxy) {
     if (!r) return Error{r.error()};
     return parse_answer(full, r->status, r->body);
   });
+}
+
+// kubectl gapless ui. With --extender the page is there already: print (and open) its URL.
+// Without, the browser cannot authenticate to the API server, so serve the page locally and
+// fetch every file and JSON through the service proxy with the kubeconfig's credentials.
+int ui(const Options& o) {
+  const std::string opener = o.open ? "xdg-open" : "";
+  if (!o.extender.empty()) {
+    std::string base = o.extender;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    std::printf("%s/ui/\n", base.c_str());
+    std::fflush(stdout);
+    return cli::open_url(opener, base + "/ui/") ? 0 : 1;
+  }
+  auto config =
+      k8s::kubeconfig_config(o.kubeconfig.empty() ? default_kubeconfig() : o.kubeconfig, o.context);
+  if (!config) {
+    std::fprintf(stderr, "kubectl-gapless: %s\n", config.error().c_str());
+    return 1;
+  }
+  auto api = std::make_shared<k8s::ApiClient>(std::move(*config));
+  cli::FetchFn fetch = [api](const std::string& path) -> Result<std::pair<int, std::string>> {
+    auto r = api->call("GET", cli::proxy_path(path), "", "application/json");
+    if (!r) return Error{r.error()};
+    return std::pair{r->status, std::move(r->body)};
+  };
+  return cli::serve_ui(o.listen, fetch, opener);
 }
 
 Result<json> read_json(const std::string& path) {
@@ -128,7 +159,15 @@ int main(int argc, char** argv) {
   explain_cmd->add_option("-f,--filename", o.pod_file,
                           "the pod as JSON (kubectl get pod -o json); default: read it from the "
                           "API server");
+  CLI::App* ui_cmd = app.add_subcommand(
+      "ui",
+      "the GPU map in the browser: prints its URL (without --extender, serves it on "
+      "--listen through the API server's service proxy until Ctrl-C)");
+  ui_cmd->add_option("--listen", o.listen, "HOST:PORT of the local page (port 0: any)")
+      ->capture_default_str();
+  ui_cmd->add_flag("--open", o.open, "open the URL with xdg-open");
   CLI11_PARSE(app, argc, argv);
+  if (ui_cmd->parsed()) return ui(o);
 
   Result<std::string> out = run(o, nodes_cmd->parsed());
   if (!out) {

@@ -217,6 +217,10 @@ ClusterSync::PodFacts ClusterSync::pod_facts(const json& pod) {
     p.record_is_string = record->is_string();
     p.record = p.record_is_string ? record->get<std::string>() : json_text(*record);
   }
+  if (const json* mark = field(field(meta, "annotations"), "gapless.io/share-overuse");
+      mark != nullptr && mark->is_string()) {
+    p.share_overuse = mark->get<std::string>();
+  }
   if (!p.finished) {
     Result<ParsedPod> parsed = parse_pod(pod);
     p.parsed = parsed.ok();
@@ -358,6 +362,7 @@ void ClusterSync::account_host_only(model::Cluster& c, const PodFacts& p) {
 }
 
 void ClusterSync::learn(const PodFacts& p) const {
+  if (hooks_.share_overuse) hooks_.share_overuse(p.uid, p.finished ? "" : p.share_overuse);
   if (p.finished) {
     if (hooks_.forget) hooks_.forget(p.uid);
   } else if (p.parsed && hooks_.observe) {

@@ -175,6 +175,9 @@ k8s::ClusterSyncHooks Extender::sync_hooks() {
   h.forget = [this](const std::string& uid) { scheduler_.forget(uid); };
   h.unschedulable = [this](const k8s::ParsedPod& pod) { note_unschedulable(pod); };
   h.stop_waiting = [this](const std::string& uid) { scheduler_.stop_waiting(uid); };
+  h.share_overuse = [this](const std::string& uid, const std::string& mark) {
+    overuse_.note(uid, mark);
+  };
   h.on_reservation_dropped = [this](const std::string&, const std::string&, const std::string&) {
     metrics_.count_reservation_dropped();
   };

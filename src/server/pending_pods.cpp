@@ -26,6 +26,19 @@ std::size_t PendingPods::estimated_bytes(const k8s::ParsedPod& pod) {
   return n;
 }
 
+std::vector<PendingPods::Listed> PendingPods::list(std::size_t max) const {
+  std::vector<Listed> out;
+  std::lock_guard lock(mu_);
+  const auto now = Clock::now();
+  for (const auto& [order, uid] : by_age_) {
+    if (out.size() >= max) break;
+    const Entry& e = by_uid_.at(uid);
+    if (now - e.seen > max_age_) continue;  // expired, not yet evicted
+    out.push_back({e.pod, std::chrono::duration<double>(now - e.seen).count()});
+  }
+  return out;
+}
+
 void PendingPods::remember(const k8s::ParsedPod& pod) {
   if (pod.info.uid.empty()) return;
   const std::size_t bytes = estimated_bytes(pod);

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "args_reader.h"
+#include "ui_routes.h"
 
 namespace gapless::server {
 namespace {
@@ -75,6 +76,8 @@ Route Routes::find(const std::string& method, const std::string& path) const {
   if (path == "/version" || path == "/debug/state") {
     r = {Route::Lane::kWorker, path, false, false, false};
   }
+  // The GPU map (ui_routes.h, docs/gpu-map.md): its routes are one transport-free function.
+  if (is_ui_path(path)) r = {Route::Lane::kWorker, "ui", false, false, false};
   return r;
 }
 
@@ -135,6 +138,14 @@ void Routes::handle(const Route& route, Request request, Reply reply) {
       Answer a = text_answer(200, "");
       a.content_type = "text/plain; version=0.0.4";
       a.body = extender_.metrics_text();
+      return reply(std::move(a));
+    }
+    if (route.name == "ui") {
+      UiAnswer ui = ui_answer(extender_, request.path);
+      Answer a = json_answer(ui.status, std::move(ui.body));
+      a.content_type = ui.content_type;
+      if (!ui.location.empty()) a.headers.emplace_back("Location", ui.location);
+      a.headers.emplace_back("Cache-Control", "no-store");
       return reply(std::move(a));
     }
     if (route.name == "/version") {

@@ -8,6 +8,8 @@
 //                                  // or "switch": an NVSwitch port without remote PCI info
 //              "mig": {"mode": 1, "instances": [{"profileId": 2, "start": 0, "size": 4}],
 //                      "denied": false}}],   // true: MIG queries answer NO_PERMISSION
+//              "utilization": {"gpu": 87, "memory": 40},   // optional, else NOT_SUPPORTED
+//              "processes": [{"pid": 4242, "usedMiB": 20480}]},  // compute processes
 //    "topology": [[0, 5, 50], …],   // common-ancestor level per pair; unlisted pairs: 50 (SYS)
 //    "events": "/path/script"}      // optional; GAPLESS_FAKE_NVML_EVENTS wins
 // A GPU without "numa" answers NOT_SUPPORTED there, one without "mig" NOT_SUPPORTED for MIG;
@@ -19,6 +21,8 @@
 //   xid <gpu> <xid>          an XID event for nvmlEventSetWait_v2 (only if the GPU is registered)
 //   lost <gpu>               from now on every call about that GPU answers GPU_IS_LOST
 //   linkdown <gpu> <link>    nvmlDeviceGetNvLinkState reports the link inactive
+//   proc <gpu> <pid> <MiB>   the process now holds MiB on the GPU (0: it has ended)
+//   util <gpu> <percent>     GPU utilization from now on
 //
 // Thread-safe: one mutex around everything. Handles point into the loaded config and stay
 // valid until nvmlShutdown.
@@ -74,6 +78,9 @@ struct nvmlDevice_st {
   unsigned int next_gi_id = 1;
   bool lost = false;
   bool registered = false;
+  bool has_utilization = false;
+  nvmlUtilization_t utilization{0, 0};
+  std::vector<std::pair<unsigned int, unsigned long long>> processes;  // (pid, MiB)
   // A MIG device handle (nvmlDeviceGetMigDeviceHandleByIndex): its parent and instance ids.
   nvmlDevice_st* parent = nullptr;
   unsigned int gi_id = 0, ci_id = 0;
@@ -123,6 +130,15 @@ nvmlDevice_st parse_gpu(const json& g, unsigned int index) {
   d.memory_mib = g.at("memoryMiB").get<unsigned long long>();
   d.numa = g.contains("numa") ? g.at("numa").get<int>() : -1;
   d.lost = g.value("lost", false);
+  if (g.contains("utilization")) {
+    d.has_utilization = true;
+    d.utilization.gpu = g.at("utilization").value("gpu", 0u);
+    d.utilization.memory = g.at("utilization").value("memory", 0u);
+  }
+  for (const json& p : g.value("processes", json::array())) {
+    d.processes.emplace_back(p.at("pid").get<unsigned int>(),
+                             p.at("usedMiB").get<unsigned long long>());
+  }
   if (g.contains("nvlinks")) d.nvlinks = g.at("nvlinks").get<std::vector<std::string>>();
   if (d.nvlinks.size() > NVML_NVLINK_MAX_LINKS) throw std::runtime_error("too many nvlinks");
   if (g.contains("mig")) {
@@ -191,6 +207,15 @@ void read_script() {
     if (verb == "lost") d.lost = true;
     if (verb == "xid" && (words >> arg) && d.registered) machine.xids.emplace_back(gpu, arg);
     if (verb == "linkdown" && (words >> arg)) d.links_down.insert(static_cast<unsigned int>(arg));
+    if (verb == "util" && (words >> arg)) {
+      d.has_utilization = true;
+      d.utilization.gpu = static_cast<unsigned int>(arg);
+    }
+    unsigned long long mib = 0;
+    if (verb == "proc" && (words >> arg >> mib)) {
+      std::erase_if(d.processes, [&](const auto& p) { return p.first == arg; });
+      if (mib > 0) d.processes.emplace_back(static_cast<unsigned int>(arg), mib);
+    }
   }
 }
 
@@ -338,7 +363,8 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlM
   if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   memory->total = device->memory_mib << 20;
   memory->used = 0;
-  memory->free = memory->total;
+  for (const auto& [pid, mib] : device->processes) memory->used += mib << 20;
+  memory->free = memory->total - std::min(memory->total, memory->used);
   return NVML_SUCCESS;
 }
 
@@ -729,3 +755,31 @@ static_assert(std::is_same_v<decltype(&nvmlDeviceGetMigDeviceHandleByIndex),
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetGpuInstanceId), nvmlDeviceGetGpuInstanceId_fn>);
 static_assert(
     std::is_same_v<decltype(&nvmlDeviceGetComputeInstanceId), nvmlDeviceGetComputeInstanceId_fn>);
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
+                                                            nvmlUtilization_t* utilization) {
+  DEVICE_CALL;
+  if (utilization == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!device->has_utilization) return NVML_ERROR_NOT_SUPPORTED;
+  *utilization = device->utilization;
+  return NVML_SUCCESS;
+}
+
+// As NVML documents: with too small a buffer, INSUFFICIENT_SIZE and the count needed.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                                      unsigned int* count,
+                                                                      nvmlProcessInfo_t* infos) {
+  DEVICE_CALL;
+  if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  const auto have = static_cast<unsigned int>(device->processes.size());
+  if (*count < have || (have > 0 && infos == nullptr)) {
+    *count = have;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  *count = have;
+  for (unsigned int i = 0; i < have; ++i) {
+    infos[i] = {device->processes[i].first, device->processes[i].second << 20, 0xFFFFFFFFu,
+                0xFFFFFFFFu};
+  }
+  return NVML_SUCCESS;
+}

@@ -6,7 +6,10 @@ Usage: grafana_dashboard_test.py GAPLESS_EXTENDER [manifests/grafana-dashboard.j
 Starts the extender on the built-in demo cluster (a free loopback port), makes one call of each
 kind (labelled families appear on first use), reads GET /metrics, and
 checks each `gapless_*` name in the dashboard's PromQL `expr`s against the `# TYPE` lines
-(a histogram's _bucket, _sum and _count series count as exported). Exits 0 when all are.
+(a histogram's _bucket, _sum and _count series count as exported). The node agent's
+`gapless_agent_*` metrics are checked against the names its sources register (src/agent/: a
+running agent needs NVML; tests/agent/usage_test.cpp checks the agent exports them). Exits 0
+when all are.
 """
 import json
 import os
@@ -81,6 +84,16 @@ def exported(text):
     return names
 
 
+def agent_metric_names():
+    """Every gapless_agent_* name a string literal in src/agent/ gives."""
+    names = set()
+    folder = os.path.join(ROOT, "src", "agent")
+    for f in os.listdir(folder):
+        with open(os.path.join(folder, f), encoding="utf-8") as src:
+            names.update(re.findall(r'"(gapless_agent_[a-z0-9_]+)"', src.read()))
+    return names
+
+
 def main():
     binary = sys.argv[1]
     path = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "manifests",
@@ -88,7 +101,7 @@ def main():
     used = {n for e in exprs(json.load(open(path, encoding="utf-8"))) for n in NAME.findall(e)}
     if not used:
         raise SystemExit(f"FAIL: no gapless_* metric in any expr of {path}")
-    have = exported(scrape(binary))
+    have = exported(scrape(binary)) | agent_metric_names()
     missing = sorted(used - have)
     for n in missing:
         print(f"FAIL: the dashboard queries {n}, which /metrics does not export")

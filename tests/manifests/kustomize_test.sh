@@ -259,21 +259,29 @@ check(len(sp) == 1 and sp[0].get("name") == "http-metrics" and sp[0].get("port")
       and ports.get(sp[0].get("targetPort"), sp[0].get("targetPort")) == 8888, "Service port http-metrics -> 8888")
 check(svc.get("metadata", {}).get("annotations", {}).get("prometheus.io/scrape") == "true", "prometheus scrape annotation")
 
-# The node agent: its own identity, allowed to get and patch Nodes and list Pods, nothing else.
+# The node agent: its own identity, allowed to get and patch Nodes, list Pods and patch them (the
+# share over-use mark, docs/gpu-map.md) and create Events (GaplessShareOveruse), nothing else.
 one("ServiceAccount", "gapless-node-agent")
 agent_roles = [b["roleRef"]["name"] for b in objs("ClusterRoleBinding") + objs("RoleBinding")
                if AGENT_SA in b.get("subjects", [])]
 check(agent_roles == ["gapless-node-agent"], "the agent's ServiceAccount is bound to gapless-node-agent only")
 check(one("ClusterRole", "gapless-node-agent").get("rules") ==
       [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]},
-       {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}],
-      "gapless-node-agent: nodes get/patch and pods list only")
+       {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "patch"]},
+       {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}],
+      "gapless-node-agent: nodes get/patch, pods list/patch and events create only")
 ds = one("DaemonSet", "gapless-agent")
 dpod = ds.get("spec", {}).get("template", {}).get("spec", {})
 check(dpod.get("serviceAccountName") == "gapless-node-agent", "DaemonSet runs as gapless-node-agent")
-# The one hostPath: the kubelet's device plugin directory, where the plugin's sockets live.
+# The hostPaths: the kubelet's device plugin directory, where the plugin's sockets live, and the
+# host's /proc, read-only, where GPU processes' cgroups name their pods (per-pod usage).
 host_paths = [v["hostPath"].get("path") for v in dpod.get("volumes", []) if "hostPath" in v]
-check(host_paths == ["/var/lib/kubelet/device-plugins"], "DaemonSet's only hostPath is the device plugin dir")
+check(host_paths == ["/var/lib/kubelet/device-plugins", "/proc"],
+      "DaemonSet's hostPaths are the device plugin dir and /proc")
+proc_mounts = [m for c in dpod.get("containers", []) for m in c.get("volumeMounts", [])
+               if m.get("name") == "host-proc"]
+check(len(proc_mounts) == 1 and proc_mounts[0].get("readOnly") is True
+      and proc_mounts[0].get("mountPath") == "/host/proc", "the host's /proc is mounted read-only at /host/proc")
 check(any(t.get("key") == "nvidia.com/gpu" and t.get("operator") == "Exists" for t in dpod.get("tolerations", [])),
       "DaemonSet tolerates nvidia.com/gpu taints")
 check(dpod.get("securityContext", {}).get("runAsUser") == 0, "agent runs as root (the plugin dir is root's)")

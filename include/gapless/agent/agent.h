@@ -56,6 +56,9 @@ class Agent {
   // Called with every successful scan, before the annotation is published (the device plugin's
   // view of the GPUs and their health). Set before run().
   void on_scan(std::function<void(const NodeGpus&)> listener) { on_scan_ = std::move(listener); }
+  // Called after every successful scan with the NVML session (per-pod usage, usage_report.h).
+  // Set before run().
+  void on_tick(std::function<void(const NvmlLibrary&)> f) { on_tick_ = std::move(f); }
 
   // Called with every successful scan, after on_scan and before the annotation is built: the
   // drift check (drift_monitor.h). It returns GPU UUID -> the containers really using the GPU
@@ -98,6 +101,7 @@ class Agent {
   MigFilter hide_;
   InUseCheck in_use_;
   std::atomic<bool> wake_{false};
+  std::function<void(const NvmlLibrary&)> on_tick_;
 };
 
 }  // namespace gapless::agent

@@ -40,6 +40,8 @@ class AgentMetrics {
   void count_drift_check_error();
 
   std::string serialize() const;  // text exposition format
+  // Also serve what `extra` collects (usage_report.h); it must outlive this. Set before serving.
+  void also_serve(const prometheus::Collectable* extra) { extra_ = extra; }
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -52,6 +54,7 @@ class AgentMetrics {
   prometheus::Gauge& drift_fenced_;
   prometheus::Counter& drift_events_;
   prometheus::Counter& drift_errors_;
+  const prometheus::Collectable* extra_ = nullptr;
 };
 
 }  // namespace gapless::agent

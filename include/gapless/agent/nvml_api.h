@@ -177,6 +177,24 @@ typedef struct nvmlEventData_st {
 } nvmlEventData_t;
 
 // Function pointer types, one per entry point, named after the symbol.
+// nvmlDeviceGetUtilizationRates: percent of the last sample period (1/6 s to 1 s, by product)
+// in which a kernel ran (gpu) and device memory was read or written (memory).
+typedef struct nvmlUtilization_st {
+  unsigned int gpu;
+  unsigned int memory;
+} nvmlUtilization_t;
+
+// nvmlDeviceGetComputeRunningProcesses_v3 (and _v2, same layout): one process with a compute
+// context on the device. usedGpuMemory is NVML_VALUE_NOT_AVAILABLE where the driver cannot say
+// (no permission to see other containers' processes, some MIG setups).
+#define NVML_VALUE_NOT_AVAILABLE (~0ULL)
+typedef struct nvmlProcessInfo_st {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;  // bytes
+  unsigned int gpuInstanceId;        // 0xFFFFFFFF outside MIG
+  unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
+
 typedef nvmlReturn_t (*nvmlInit_v2_fn)(void);
 typedef nvmlReturn_t (*nvmlShutdown_fn)(void);
 typedef const char* (*nvmlErrorString_fn)(nvmlReturn_t result);
@@ -242,5 +260,12 @@ typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t device,
 typedef nvmlReturn_t (*nvmlEventSetWait_v2_fn)(nvmlEventSet_t set, nvmlEventData_t* data,
                                                unsigned int timeout_ms);
 typedef nvmlReturn_t (*nvmlEventSetFree_fn)(nvmlEventSet_t set);
+typedef nvmlReturn_t (*nvmlDeviceGetUtilizationRates_fn)(nvmlDevice_t device,
+                                                         nvmlUtilization_t* utilization);
+// Called with *count 0 and no buffer, answers INSUFFICIENT_SIZE and the count (or SUCCESS when
+// there are none); then with a buffer of *count entries.
+typedef nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_fn)(nvmlDevice_t device,
+                                                                unsigned int* count,
+                                                                nvmlProcessInfo_t* infos);
 
 }  // extern "C"

@@ -56,6 +56,9 @@ struct NvmlFunctions {
   nvmlDeviceRegisterEvents_fn register_events = nullptr;
   nvmlEventSetWait_v2_fn event_set_wait = nullptr;
   nvmlEventSetFree_fn event_set_free = nullptr;
+  // Usage (gpu_usage.h); optional: an older driver without them reports no usage.
+  nvmlDeviceGetUtilizationRates_fn utilization = nullptr;
+  nvmlDeviceGetComputeRunningProcesses_fn compute_processes = nullptr;  // _v3, else _v2
 };
 
 class NvmlLibrary {

@@ -69,6 +69,10 @@ struct ClusterSyncHooks {
   // order the sync saw the changes.
   std::function<void(const ParsedPod& pod)> unschedulable;
   std::function<void(const std::string& uid)> stop_waiting;
+  // Every pod seen, with its gapless.io/share-overuse annotation (the node agent's mark of a
+  // share over its vRAM, docs/gpu-map.md): its text, "" when absent or the pod finished or was
+  // deleted. Optional; called like `observe`.
+  std::function<void(const std::string& uid, const std::string& overuse)> share_overuse;
   // Log lines. Optional. This and on_bad_record are called outside `mutate`, from either
   // informer thread, possibly at the same time.
   std::function<void(const std::string& message)> log;
@@ -115,6 +119,7 @@ class ClusterSync {
     std::string scheduler;            // spec.schedulerName
     bool unschedulable = false;       // PodScheduled=False, reason Unschedulable
     std::string unschedulable_since;  // that condition's lastTransitionTime (RFC 3339)
+    std::string share_overuse;        // the gapless.io/share-overuse annotation's text
   };
   struct Outbox;  // log lines and bad records, emitted after the model is released
   // A pod reported unschedulable: what the hook gets, and since when it waits.

@@ -33,6 +33,7 @@
 #include "gapless/server/metrics.h"
 #include "gapless/server/pairing_waits.h"
 #include "gapless/server/pending_pods.h"
+#include "gapless/server/share_overuse.h"
 
 namespace gapless::server {
 
@@ -85,6 +86,13 @@ class Extender {
   // The model as JSON (nodes, GPUs with usage, allocations as records, policy source), in a
   // deterministic order so two states can be compared byte for byte.
   std::string debug_state() const;
+  // GET /ui/map.json: the GPU map page's view (docs/gpu-map.md, src/server/gpu_map.cpp): per node
+  // its GPUs and who holds each (pods by index into a table), NVLink islands, health and fences;
+  // the cluster strip's counts; the pods waiting and the drain target. Compact and read-only.
+  std::string gpu_map() const;
+  // GET /ui/explain/<uid>: /debug/explain's answer for a pod filter has seen and that is not
+  // bound yet, over every node of the model; an Error when no such pod waits.
+  std::string explain_pending(const std::string& uid) const;
   // Prometheus text, with the cluster gauges refreshed.
   std::string metrics_text() const;
 
@@ -164,6 +172,7 @@ class Extender {
   PendingPods pending_;
   // Last: destroyed first, its parked binds answered while the rest still stands.
   std::unique_ptr<PairingWaits> pairing_;
+  ShareOveruseMarks overuse_;  // the GPU map's over-use marks (sync_hooks feeds them)
 };
 
 }  // namespace gapless::server

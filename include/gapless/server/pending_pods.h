@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gapless/k8s/pod_request.h"
 
@@ -34,6 +35,13 @@ class PendingPods {
   void remember(const k8s::ParsedPod& pod);
   std::optional<k8s::ParsedPod> find(const std::string& uid) const;
   void forget(const std::string& uid);
+  // The pods remembered now, oldest first, at most `max` of them, with how long ago each was
+  // last seen (the GPU map's waiting pods, docs/gpu-map.md).
+  struct Listed {
+    k8s::ParsedPod pod;
+    double seen_seconds_ago = 0;
+  };
+  std::vector<Listed> list(std::size_t max) const;
   std::size_t size() const;
   // The estimated memory the entries hold (see estimated_bytes).
   std::size_t bytes() const;
