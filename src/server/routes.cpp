@@ -178,16 +178,14 @@ void Routes::handle(const Route& route, Request request, Reply reply) {
 // ---------------------------------------------------------------------------------------------
 // THE place where /bind is wired. A deferred route: `reply` may be called after this returns,
 // from any thread, exactly once; the connection waits for it (at most --deferred-timeout)
-// holding no worker. Today: HttpOptions::bind_async when set (tests, or the integrator's
-// Extender::bind_async), else the synchronous Extender::bind as an immediate completion.
+// holding no worker. HttpOptions::bind_async when set (tests), else Extender::bind_async, which
+// parks a bind behind the node-pairing gate (docs/node-pairing.md) and answers when it opens.
 void Routes::bind(std::string body, Reply reply) {
-  if (options_.bind_async) {
-    options_.bind_async(std::move(body), [this, reply = std::move(reply)](std::string answer) {
-      reply(verb_answer("bind", std::move(answer)));
-    });
-    return;
-  }
-  reply(verb_answer("bind", extender_.bind(body)));
+  auto done = [this, reply = std::move(reply)](std::string answer) {
+    reply(verb_answer("bind", std::move(answer)));
+  };
+  if (options_.bind_async) return options_.bind_async(std::move(body), std::move(done));
+  extender_.bind_async(std::move(body), std::move(done));
 }
 // ---------------------------------------------------------------------------------------------
 
