@@ -48,7 +48,9 @@ Status DevicePluginService::kubelet_agrees(const Admission& a,
   bool defer = false;
   auto add = [&](const std::string& uuid, int index, int start, std::vector<std::string>* to) {
     auto d = record_gpu(uuid, index);
-    if (!d || !d->healthy) {
+    // A MIG placement the plugin does not advertise (an operator's layout without it): the
+    // kubelet could not have passed it; mig_devices_for says why it cannot be made.
+    if (!d || !d->healthy || (mig && !table_.by_id(mig_device_id(d->gpu_uuid, start)))) {
       defer = true;
       return;
     }

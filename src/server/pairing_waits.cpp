@@ -1,6 +1,7 @@
 #include "gapless/server/pairing_waits.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace gapless::server {
 
@@ -126,13 +127,14 @@ PairingWaits::Clock::time_point PairingWaits::tend(Clock::time_point now) {
   }
   const double timeout = std::chrono::duration<double>(options_.timeout).count();
   auto expiry = gate_.expire(seconds(now), timeout);
+  char seconds_text[32];
+  std::snprintf(seconds_text, sizeof seconds_text, "%g", timeout);
   for (const auto& e : expiry.expired) {
     expired_.Increment();
     expired_uids_.insert(e.uid);
     if (log_error_) {
       log_error_("pairing: pod " + e.name + " was bound to node " + e.node +
-                 " but the device plugin did not report it allocated within " +
-                 std::to_string(static_cast<int>(timeout)) +
+                 " but the device plugin did not report it allocated within " + seconds_text +
                  " s (kubelet down, the pod rejected before Allocate, or the agent unable to "
                  "patch it); no longer holding back binds of the same device request there");
     }

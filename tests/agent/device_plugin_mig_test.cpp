@@ -222,10 +222,12 @@ TEST_CASE("the reaper destroys only unused instances the agent created, after th
           "[deviceplugin][mig]") {
   MigRig rig;
   rig.api.add_pod(mig_pod("done", "2026-11-23T10:00:01Z", {{7, 3}}));
-  REQUIRE(rig.admit().ok);
+  const auto done = rig.admit();
+  REQUIRE(done.ok);
   rig.api.add_pod(mig_pod("busy", "2026-11-23T10:00:02Z", {{7, 0}}));
   REQUIRE(rig.admit().ok);
   rig.api.update_pod("ml", "done", [](json& p) { p["status"]["phase"] = "Succeeded"; });
+  rig.kubelet.release(kMig1g, done.ids);  // the kubelet frees a finished pod's devices
   rig.api.update_pod("ml", "busy", [](json& p) { p["status"]["phase"] = "Running"; });
   agent::MigReaper reaper(*rig.mig, rig.client, "gpu-1", 60s, nullptr);
   const auto t0 = agent::MigReaper::Clock::now();

@@ -146,6 +146,12 @@ class FakeKubelet final : public v1beta1::Registration::Service {
     return out;
   }
 
+  // Devices handed out by admit() are free again (their container's pod finished).
+  void release(const std::string& resource, const std::vector<std::string>& ids) {
+    std::lock_guard lock(mu_);
+    for (const auto& id : ids) allocated_[resource].erase(id);
+  }
+
   // The pod is gone: its devices are free again.
   void remove_pod(const std::string& uid) {
     std::lock_guard lock(mu_);
