@@ -167,8 +167,10 @@ ServerCore::Admission ServerCore::admit(const std::string& peer) {
   std::size_t& from_peer = per_peer_[peer];
   const std::size_t reserve = options.probe_connections;
   Admission a;
-  if (open_ >= options.max_connections) a.limit = "max_connections";
-  else if (from_peer >= options.max_connections_per_peer) a.limit = "max_connections_per_peer";
+  if (open_ >= options.max_connections)
+    a.limit = "max_connections";
+  else if (from_peer >= options.max_connections_per_peer)
+    a.limit = "max_connections_per_peer";
   if (open_ >= options.max_connections + reserve ||
       from_peer >= options.max_connections_per_peer + reserve) {
     if (from_peer == 0) per_peer_.erase(peer);
