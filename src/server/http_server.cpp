@@ -276,8 +276,7 @@ void accept_next(ServerCore& core) {
       if (!a.admitted) {
         core.count_cut(a.limit);
         refuse_connection(s, core.tls.has_value(),
-                          std::string("too many connections (--") +
-                              (a.limit == nullptr ? "max-connections" : a.limit) + ")");
+                          "too many connections (" + flag_of(a.limit) + ")");
       } else {
         s.set_option(tcp::no_delay(true), peer_ec);  // answers go out whole, at once
         if (core.tls) {

@@ -266,7 +266,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
         route_.lane != Route::Lane::kProbe) {
       core_.count_cut(probe_only_);
       Answer a = core_.routes.refusal(route_, 503,
-                                      std::string("too many connections (--") + probe_only_ +
+                                      "too many connections (" + flag_of(probe_only_) +
                                           "); this one may only ask /healthz, /readyz, /metrics");
       a.status = 503;  // not a verb answer: the request was never taken
       a.headers.emplace_back("Retry-After", "1");
