@@ -87,7 +87,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
             if (self->phase_ == Phase::kClosed) return;  // stopped
             if (!ec) return self->next_request();
             self->core_.count_cut(self->expired_ ? "request_timeout" : "tls_handshake");
-            self->close();
+            // Not a reset: the client may have sent its request already; it reads an end of stream.
+            self->drain_and_close();
           });
     } else {
       next_request();
