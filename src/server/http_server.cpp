@@ -302,13 +302,14 @@ void HttpServer::serve() {
 
 void HttpServer::stop() {
   if (stop_requested_.exchange(true) || !core_) return;
+  // Here, not on the loop: when stop() returns no queued request may still reach a worker.
+  core_->pool.shutdown();
+  core_->probes.shutdown();
   asio::post(core_->io, [core = core_.get()] {
     core->stopping = true;
     boost::system::error_code ignored;
     if (core->acceptor) core->acceptor->close(ignored);
     core->stop_connections();
-    core->pool.shutdown();
-    core->probes.shutdown();
   });
 }
 
