@@ -167,8 +167,10 @@ ServerCore::Admission ServerCore::admit(const std::string& peer) {
   std::size_t& from_peer = per_peer_[peer];
   const std::size_t reserve = options.probe_connections;
   Admission a;
-  if (open_ >= options.max_connections) a.limit = "max_connections";
-  else if (from_peer >= options.max_connections_per_peer) a.limit = "max_connections_per_peer";
+  if (open_ >= options.max_connections)
+    a.limit = "max_connections";
+  else if (from_peer >= options.max_connections_per_peer)
+    a.limit = "max_connections_per_peer";
   if (open_ >= options.max_connections + reserve ||
       from_peer >= options.max_connections_per_peer + reserve) {
     if (from_peer == 0) per_peer_.erase(peer);
@@ -274,8 +276,7 @@ void accept_next(ServerCore& core) {
       if (!a.admitted) {
         core.count_cut(a.limit);
         refuse_connection(s, core.tls.has_value(),
-                          std::string("too many connections (--") +
-                              (a.limit == nullptr ? "max-connections" : a.limit) + ")");
+                          "too many connections (" + flag_of(a.limit) + ")");
       } else {
         s.set_option(tcp::no_delay(true), peer_ec);  // answers go out whole, at once
         if (core.tls) {
@@ -301,13 +302,14 @@ void HttpServer::serve() {
 
 void HttpServer::stop() {
   if (stop_requested_.exchange(true) || !core_) return;
+  // Here, not on the loop: when stop() returns no queued request may still reach a worker.
+  core_->pool.shutdown();
+  core_->probes.shutdown();
   asio::post(core_->io, [core = core_.get()] {
     core->stopping = true;
     boost::system::error_code ignored;
     if (core->acceptor) core->acceptor->close(ignored);
     core->stop_connections();
-    core->pool.shutdown();
-    core->probes.shutdown();
   });
 }
 

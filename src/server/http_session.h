@@ -81,14 +81,15 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     if constexpr (kTls) {
       phase_ = Phase::kHandshake;
       arm(Clock::now() + core_.options.request_timeout);
-      stream_.async_handshake(boost::asio::ssl::stream_base::server,
-                              [self = this->shared_from_this()](boost::beast::error_code ec) {
-                                if (self->phase_ == Phase::kClosed) return;  // stopped
-                                if (!ec) return self->next_request();
-                                self->core_.count_cut(self->expired_ ? "request_timeout"
-                                                                     : "tls_handshake");
-                                self->close();
-                              });
+      stream_.async_handshake(
+          boost::asio::ssl::stream_base::server,
+          [self = this->shared_from_this()](boost::beast::error_code ec) {
+            if (self->phase_ == Phase::kClosed) return;  // stopped
+            if (!ec) return self->next_request();
+            self->core_.count_cut(self->expired_ ? "request_timeout" : "tls_handshake");
+            // Not a reset: the client may have sent its request already; it reads an end of stream.
+            self->drain_and_close();
+          });
     } else {
       next_request();
     }
@@ -99,7 +100,16 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   }
 
  private:
-  enum class Phase { kHandshake, kIdle, kReading, kContinue, kAwaiting, kWriting, kDraining, kClosed };
+  enum class Phase {
+    kHandshake,
+    kIdle,
+    kReading,
+    kContinue,
+    kAwaiting,
+    kWriting,
+    kDraining,
+    kClosed
+  };
 
   auto& socket() { return boost::beast::get_lowest_layer(stream_); }
 
@@ -117,10 +127,10 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     expired_ = true;
     if (phase_ == Phase::kAwaiting) {
       ++seq_;  // the late answer is dropped
-      return write(core_.routes.refusal(
-          route_, 504,
-          "no answer within " + std::to_string(core_.options.deferred_timeout.count()) +
-              " s (--deferred-timeout)"));
+      return write(core_.routes.refusal(route_, 504,
+                                        "no answer within " +
+                                            std::to_string(core_.options.deferred_timeout.count()) +
+                                            " s (--deferred-timeout)"));
     }
     boost::beast::error_code ignored;
     socket().cancel(ignored);  // the pending read or write ends with an error: on_expired
@@ -165,9 +175,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     const std::size_t room = buffer_.max_size() - buffer_.size();
     if (room == 0) return refuse(431, "request head or chunk header too large");
     const auto now = Clock::now();
-    arm(phase_ == Phase::kIdle
-            ? now + core_.options.read_timeout
-            : std::min(request_deadline_, now + core_.options.read_timeout));
+    arm(phase_ == Phase::kIdle ? now + core_.options.read_timeout
+                               : std::min(request_deadline_, now + core_.options.read_timeout));
     stream_.async_read_some(
         buffer_.prepare(std::min(room, session_detail::kReadChunk)),
         [self = this->shared_from_this()](boost::beast::error_code ec, std::size_t n) {
@@ -258,7 +267,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
         route_.lane != Route::Lane::kProbe) {
       core_.count_cut(probe_only_);
       Answer a = core_.routes.refusal(route_, 503,
-                                      std::string("too many connections (--") + probe_only_ +
+                                      "too many connections (" + flag_of(probe_only_) +
                                           "); this one may only ask /healthz, /readyz, /metrics");
       a.status = 503;  // not a verb answer: the request was never taken
       a.headers.emplace_back("Retry-After", "1");
@@ -283,8 +292,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   // Hands a complete request to where its route is answered.
   void dispatch() {
     auto& message = parser_->get();
-    Request request{std::string(message.method_string()),
-                    session_detail::path_of(message.target()), std::move(message.body())};
+    Request request{std::string(message.method_string()), session_detail::path_of(message.target()),
+                    std::move(message.body())};
     parser_.reset();
     if (route_.lane == Route::Lane::kLoop) return write(core_.routes.answer_now(route_));
     phase_ = Phase::kAwaiting;
@@ -337,9 +346,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     void fire(Answer a) {
       if (done.exchange(true)) return;
       if (auto s = strong ? strong : weak.lock()) {
-        boost::asio::post(s->core_.io, [s, q = seq, a = std::move(a)]() mutable {
-          s->deliver(q, std::move(a));
-        });
+        boost::asio::post(
+            s->core_.io, [s, q = seq, a = std::move(a)]() mutable { s->deliver(q, std::move(a)); });
       }
     }
     std::shared_ptr<Session> strong;
@@ -369,14 +377,14 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     response_->keep_alive(!close_after);
     response_->prepare_payload();
     arm(Clock::now() + core_.options.write_timeout);
-    http::async_write(stream_, *response_,
-                      [self = this->shared_from_this(), close_after](boost::beast::error_code ec,
-                                                                     std::size_t) {
-                        self->response_.reset();
-                        if (ec) return self->expired_ ? self->on_expired() : self->close();
-                        if (close_after || self->core_.stopping) return self->drain_and_close();
-                        self->next_request();
-                      });
+    http::async_write(
+        stream_, *response_,
+        [self = this->shared_from_this(), close_after](boost::beast::error_code ec, std::size_t) {
+          self->response_.reset();
+          if (ec) return self->expired_ ? self->on_expired() : self->close();
+          if (close_after || self->core_.stopping) return self->drain_and_close();
+          self->next_request();
+        });
   }
 
   // Sends our end of the stream, then reads and drops what the client still sends for a

@@ -150,8 +150,7 @@ void Routes::handle(const Route& route, Request request, Reply reply) {
     }
     if (route.name == "/version") {
       return reply(json_answer(
-          200,
-          nlohmann::json{{"name", "gapless-extender"}, {"version", GAPLESS_VERSION}}.dump()));
+          200, nlohmann::json{{"name", "gapless-extender"}, {"version", GAPLESS_VERSION}}.dump()));
     }
     return reply(json_answer(200, extender_.debug_state()));  // /debug/state
   }

@@ -27,6 +27,14 @@ class Connection {
   virtual void stop() = 0;  // on the loop
 };
 
+// The flag a connection limit comes from: "max_connections_per_peer" ->
+// "--max-connections-per-peer".
+inline std::string flag_of(const char* limit) {
+  std::string flag = std::string("--") + (limit == nullptr ? "max_connections" : limit);
+  for (char& c : flag) c = c == '_' ? '-' : c;
+  return flag;
+}
+
 class ServerCore {
  public:
   // The probe thread's queue: /metrics scrapes waiting beyond it are answered 503.

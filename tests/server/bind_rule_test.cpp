@@ -10,8 +10,8 @@
 namespace gapless::test {
 
 TEST_CASE("bind takes a node only where the pod fits now, filtered or not", "[server][bind]") {
-  TestServer srv(cluster_of(json::array({gfd_node("big-a", 8), gfd_node("small", 1),
-                                         gfd_node("big-b", 8)})));
+  TestServer srv(
+      cluster_of(json::array({gfd_node("big-a", 8), gfd_node("small", 1), gfd_node("big-b", 8)})));
   const json pod = gpu_pod("p", "uid-p", 4);
   const json f = srv.call("/filter", extender_args(pod, {"big-a"}));
   REQUIRE(f.at("NodeNames") == json::array({"big-a"}));

@@ -176,7 +176,8 @@ TEST_CASE("a deferred bind answers later from another thread, holding no worker"
   };
   std::string bind_answer;
   std::jthread binder([&] {
-    auto res = srv.client().Post("/bind", bind_args("p", "uid-p", "h100-nvs-01"), "application/json");
+    auto res =
+        srv.client().Post("/bind", bind_args("p", "uid-p", "h100-nvs-01"), "application/json");
     if (res) bind_answer = res->body;
   });
   REQUIRE(eventually([&] { return waiting() == 1; }));

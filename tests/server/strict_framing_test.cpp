@@ -46,8 +46,8 @@ const std::string kSmuggled = [] {
 // Refused: 400 (or 200 with an Error on a verb), closed, and nothing but one answer.
 void check_refused(const Reply& r, const server::InMemoryBinder& binder) {
   INFO(r.text);
-  const bool verb_error =
-      r.status() == 200 && json::accept(r.body()) && !json::parse(r.body()).value("Error", "").empty();
+  const bool verb_error = r.status() == 200 && json::accept(r.body()) &&
+                          !json::parse(r.body()).value("Error", "").empty();
   CHECK((r.status() == 400 || verb_error));
   CHECK(r.closed);
   CHECK(r.text.find("\nHTTP/1.1 ") == std::string::npos);  // one answer only
@@ -74,14 +74,18 @@ TEST_CASE("framing a proxy could read differently is refused and closed", "[serv
            kSmuggled},
       {"Transfer-Encoding xchunked",
        "POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n" + kSmuggled},
-      {"two Transfer-Encodings",
-       "POST /filter HTTP/1.1\r\nHost: x\r\n" + te + "Transfer-Encoding: identity\r\n\r\n0\r\n\r\n"},
+      {"two Transfer-Encodings", "POST /filter HTTP/1.1\r\nHost: x\r\n" + te +
+                                     "Transfer-Encoding: identity\r\n\r\n0\r\n\r\n"},
       {"Transfer-Encoding, then Content-Length",
        "POST /filter HTTP/1.1\r\nHost: x\r\n" + te + "Content-Length: 5\r\n\r\n0\r\n\r\n"},
-      {"a Content-Length list", "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 2, 2\r\n\r\n{}"},
-      {"chunk size 0x7", "POST /filter HTTP/1.1\r\nHost: x\r\n" + te + "0x7\r\n{\"a\":1}\r\n0\r\n\r\n"},
-      {"chunk size +7", "POST /filter HTTP/1.1\r\nHost: x\r\n" + te + "+7\r\n{\"a\":1}\r\n0\r\n\r\n"},
-      {"chunk size -7", "POST /filter HTTP/1.1\r\nHost: x\r\n" + te + "-7\r\n{\"a\":1}\r\n0\r\n\r\n"},
+      {"a Content-Length list",
+       "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 2, 2\r\n\r\n{}"},
+      {"chunk size 0x7",
+       "POST /filter HTTP/1.1\r\nHost: x\r\n" + te + "0x7\r\n{\"a\":1}\r\n0\r\n\r\n"},
+      {"chunk size +7",
+       "POST /filter HTTP/1.1\r\nHost: x\r\n" + te + "+7\r\n{\"a\":1}\r\n0\r\n\r\n"},
+      {"chunk size -7",
+       "POST /filter HTTP/1.1\r\nHost: x\r\n" + te + "-7\r\n{\"a\":1}\r\n0\r\n\r\n"},
       {"chunk size with a space before",
        "POST /filter HTTP/1.1\r\nHost: x\r\n" + te + " 7\r\n{\"a\":1}\r\n0\r\n\r\n"},
       {"chunk data without its CRLF",
@@ -108,8 +112,9 @@ TEST_CASE("framing a proxy could read differently is refused and closed", "[serv
   const std::string body = extender_args(gpu_pod("p", "uid-p", 1), {"h100-nvs-01"});
   char size[16];
   std::snprintf(size, sizeof(size), "%zx", body.size());
-  const Reply ok = send_raw(srv.port(), "POST /filter HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" +
-                                            te + "\r\n" + size + "\r\n" + body + "\r\n0\r\n\r\n");
+  const Reply ok =
+      send_raw(srv.port(), "POST /filter HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + te +
+                               "\r\n" + size + "\r\n" + body + "\r\n0\r\n\r\n");
   INFO(ok.text);
   CHECK(ok.status() == 200);
   CHECK(json::parse(ok.body()).at("Error") == "");
@@ -180,9 +185,9 @@ TEST_CASE("/debug/explain with 1M node names is an Error, not a 64 MB answer",
   const std::string error = json::parse(res->body).at("Error");
   CHECK(error.find("--max-answer-bytes") != std::string::npos);
   // A small explain is answered as ever.
-  auto small = srv.client().Post("/debug/explain",
-                                 extender_args(gpu_pod("p", "uid-p", 1), {"h100-nvs-01"}),
-                                 "application/json");
+  auto small =
+      srv.client().Post("/debug/explain", extender_args(gpu_pod("p", "uid-p", 1), {"h100-nvs-01"}),
+                        "application/json");
   REQUIRE(small);
   CHECK(small->body.find("h100-nvs-01") != std::string::npos);
 }
@@ -191,8 +196,8 @@ TEST_CASE("an answer over --max-answer-bytes becomes an Error", "[server][limits
   server::HttpOptions o;
   o.max_answer_bytes = 64;  // smaller than any filter answer
   LiveServer srv(o);
-  auto res = srv.client().Post(
-      "/filter", extender_args(gpu_pod("p", "uid-p", 1), {"h100-nvs-01"}), "application/json");
+  auto res = srv.client().Post("/filter", extender_args(gpu_pod("p", "uid-p", 1), {"h100-nvs-01"}),
+                               "application/json");
   REQUIRE(res);
   CHECK(res->status == 200);
   CHECK(json::parse(res->body).at("Error").get<std::string>().find("--max-answer-bytes") !=
