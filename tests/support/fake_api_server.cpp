@@ -104,6 +104,8 @@ FakeApiServer::FakeApiServer(std::string token)
         }));
   s.Patch(R"(/api/v1/nodes/([^/]+))",
           guarded([this](const auto& req, auto& res) { handle_node_patch(req, res); }));
+  s.Patch(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
+          guarded([this](const auto& req, auto& res) { handle_pod_patch(req, res); }));
   s.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)",
          guarded([this](const auto& req, auto& res) { handle_binding(req, res); }));
   s.Post(R"(/api/v1/namespaces/([^/]+)/events)",

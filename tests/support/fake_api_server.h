@@ -234,6 +234,7 @@ class FakeApiServer {
   void handle_binding(const httplib::Request& req, httplib::Response& res);
   void handle_event(const httplib::Request& req, httplib::Response& res);
   void handle_node_patch(const httplib::Request& req, httplib::Response& res);
+  void handle_pod_patch(const httplib::Request& req, httplib::Response& res);
   void handle_service_proxy(const httplib::Request& req, httplib::Response& res);
   void add_config_map_routes();
   void handle_config_map_write(const httplib::Request& req, httplib::Response& res,

@@ -252,4 +252,30 @@ void FakeApiServer::handle_node_patch(const httplib::Request& req, httplib::Resp
   send_json(res, 200, nodes_.at(name)->obj);
 }
 
+// A merge patch of a pod (the agent's share over-use mark), as for nodes above.
+void FakeApiServer::handle_pod_patch(const httplib::Request& req, httplib::Response& res) {
+  const std::string ns = req.matches[1], name = req.matches[2];
+  if (req.get_header_value("Content-Type") != "application/merge-patch+json") {
+    return send_json(res, 415, failure_status(415, "the fake API server takes merge patches only"));
+  }
+  const json patch = json::parse(req.body, nullptr, false);
+  if (!patch.is_object()) {
+    return send_json(res, 400, failure_status(400, "the request body is not a JSON object"));
+  }
+  std::lock_guard lock(mu_);
+  auto it = pods_.find(ns + "/" + name);
+  if (it == pods_.end()) {
+    return send_json(
+        res, 404,
+        failure_status(404, "pods \"" + name + "\" not found", {{"name", name}, {"kind", "pods"}}));
+  }
+  json updated = it->second->obj;
+  updated.merge_patch(patch);
+  if (!updated["metadata"].is_object()) updated["metadata"] = json::object();
+  updated["metadata"]["name"] = name;
+  updated["metadata"]["namespace"] = ns;
+  put_locked(Kind::kPod, std::move(updated), "MODIFIED");
+  send_json(res, 200, pods_.at(ns + "/" + name)->obj);
+}
+
 }  // namespace gapless::test
