@@ -70,6 +70,15 @@ json share_pod() {
           {"status", {{"phase", "Running"}, {"containerStatuses", statuses}}}};
 }
 
+// GET `path` of the fake API server: the body.
+std::string client_get(FakeApiServer& api, const std::string& path) {
+  k8s::ClientConfig config;
+  config.server = api.url();
+  auto r = k8s::ApiClient(config).call("GET", path, "", "application/json");
+  REQUIRE(r.ok());
+  return r->body;
+}
+
 }  // namespace
 
 TEST_CASE("usage: a process's cgroup names its pod and container, either cgroup driver") {
@@ -159,12 +168,20 @@ TEST_CASE("usage: per GPU, per pod and container, and an over-use Event once per
              Catch::Contains("container server holds 34816 MiB on GPU 0, over the 20480 MiB"));
   // The pod is marked for the GPU map while the episode lasts.
   CHECK(api.count_requests("PATCH", "/api/v1/namespaces/serve/pods/infer-0") == 1);
+  auto mark = [&api] {
+    const json pods = json::parse(client_get(api, "/api/v1/namespaces/serve/pods"));
+    REQUIRE(pods.at("items").size() == 1);
+    const json a = pods["items"][0].at("metadata").value("annotations", json::object());
+    return a.value("gapless.io/share-overuse", std::string());
+  };
+  CHECK(mark() == R"([{"gpu":0,"limitMiB":20480,"usedMiB":34816}])");
 
   // Back under: the episode ends (the mark is removed); going over again is a new one.
   std::ofstream(events, std::ios::app) << "proc 0 4001 1024\n";
   REQUIRE(usage.update(**lib).ok());
   CHECK_THAT(metrics.serialize(), Catch::Contains("gapless_agent_share_overuse_containers 0"));
   CHECK(api.count_requests("PATCH", "/api/v1/namespaces/serve/pods/infer-0") == 2);
+  CHECK(mark().empty());
   std::ofstream(events, std::ios::app) << "proc 0 4002 40000\n";
   REQUIRE(usage.update(**lib).ok());
   CHECK(api.events().size() == 2);
