@@ -8,7 +8,7 @@
 # with `GOFLAGS=-mod=vendor CGO_ENABLED=0 go build -tags providerless`) and gapless-fakecri
 # (scripts/kubelet_e2e/fakecri/main.go, built inside that tree); etcd comes from Debian's
 # etcd-server. GAPLESS_BUILD_DIR holds gapless-extender, gapless-agent and
-# tests/fake_nvml's libfake_nvml.so.
+# the fake NVML (fake_nvml/libnvidia-ml.so.1, target fake_nvml).
 #
 # Runs on 127.0.0.1, everything in a temporary directory: etcd, kube-apiserver, gapless-extender
 # (--kubeconfig), kube-scheduler with manifests/scheduler-config.yaml (pointing at that
@@ -51,10 +51,10 @@ if [[ ${1:-} == __node ]]; then  # inside `unshare -m`: one node's mounts, runti
 fi
 
 bin=$(realpath "${1:?K8S_BIN_DIR (kube-apiserver, kube-scheduler, kubelet, gapless-fakecri)}")
-gbuild=$(realpath "${2:?GAPLESS_BUILD_DIR (gapless-extender, gapless-agent, libfake_nvml.so)}")
+gbuild=$(realpath "${2:?GAPLESS_BUILD_DIR (gapless-extender, gapless-agent, fake_nvml/libnvidia-ml.so.1)}")
 mode=${3:-rounds}; count=${4:-3}
 here=$(cd "$(dirname "$0")" && pwd); repo=$(dirname "$here"); self="$here/$(basename "$0")"
-fake_nvml=$(find "$gbuild" -name 'libfake_nvml.so*' -type f | head -1)
+fake_nvml="$gbuild/fake_nvml/libnvidia-ml.so.1"
 for f in "$bin"/{kube-apiserver,kube-scheduler,kubelet,gapless-fakecri} \
          "$gbuild"/{gapless-extender,gapless-agent} "$fake_nvml"; do
   [[ -x $f || -f $f ]] || { echo "kubelet_e2e: missing $f" >&2; exit 2; }
