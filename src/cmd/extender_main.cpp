@@ -289,8 +289,8 @@ int main(int argc, char** argv) {
   http_options.max_answer_bytes = max_answer_bytes;
   http_options.probe_connections = probe_connections;
   http_options.deferred_timeout = std::chrono::seconds(deferred_timeout);
-  // The integrator wires Extender::bind_async here (HttpOptions::bind_async; see
-  // src/server/routes.cpp, Routes::bind): until then bind answers synchronously on a worker.
+  // /bind goes through Extender::bind_async (src/server/routes.cpp, Routes::bind): a bind parked
+  // behind the pairing gate holds no worker.
   http_options.tls_cert_file = tls_cert;
   http_options.tls_key_file = tls_key;
   http_options.client_ca_file = client_ca;

@@ -305,6 +305,7 @@ void HttpServer::stop() {
   // Here, not on the loop: when stop() returns no queued request may still reach a worker.
   core_->pool.shutdown();
   core_->probes.shutdown();
+  core_->debug.shutdown();
   asio::post(core_->io, [core = core_.get()] {
     core->stopping = true;
     boost::system::error_code ignored;

@@ -315,7 +315,9 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
         reply(core.routes.refusal(route, 500, "internal error"));
       }
     };
-    WorkerPool& lane = route_.lane == Route::Lane::kProbe ? core_.probes : core_.pool;
+    WorkerPool& lane = route_.lane == Route::Lane::kProbe   ? core_.probes
+                       : route_.lane == Route::Lane::kDebug ? core_.debug
+                                                            : core_.pool;
     if (!lane.try_submit(job)) {
       state->done = true;  // answered here instead
       write(core_.routes.overloaded(route_));

@@ -67,17 +67,16 @@ Route Routes::find(const std::string& method, const std::string& path) const {
         r = {Route::Lane::kWorker, v, true, true, std::string(v) == "bind"};
       }
     }
-    if (path == kExplainPath) r = {Route::Lane::kWorker, "explain", true, true, false};
+    if (path == kExplainPath) r = {Route::Lane::kDebug, "explain", true, true, false};
     return r;
   }
   if (method != "GET") return r;
   if (path == "/healthz" || path == "/readyz") r = {Route::Lane::kLoop, path, false, false, false};
   if (path == "/metrics") r = {Route::Lane::kProbe, path, false, false, false};
-  if (path == "/version" || path == "/debug/state") {
-    r = {Route::Lane::kWorker, path, false, false, false};
-  }
+  if (path == "/version") r = {Route::Lane::kWorker, path, false, false, false};
+  if (path == "/debug/state") r = {Route::Lane::kDebug, path, false, false, false};
   // The GPU map (ui_routes.h, docs/gpu-map.md): its routes are one transport-free function.
-  if (is_ui_path(path)) r = {Route::Lane::kWorker, "ui", false, false, false};
+  if (is_ui_path(path)) r = {Route::Lane::kDebug, "ui", false, false, false};
   return r;
 }
 

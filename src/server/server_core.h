@@ -39,12 +39,15 @@ class ServerCore {
  public:
   // The probe thread's queue: /metrics scrapes waiting beyond it are answered 503.
   static constexpr std::size_t kProbeQueue = 16;
+  // The debug lane's queue: debug and map requests waiting beyond it are answered 503.
+  static constexpr std::size_t kDebugQueue = 16;
 
   ServerCore(Extender& extender, const HttpOptions& options)
       : options(options),
         routes(extender, options),
         pool(options.workers, options.max_queue),
-        probes(1, kProbeQueue) {}
+        probes(1, kProbeQueue),
+        debug(1, kDebugQueue) {}
 
   // Why a connection was admitted only for probes ("" if fully), or refused at once.
   struct Admission {
@@ -80,6 +83,7 @@ class ServerCore {
   // After io: destroyed first, so a job dropped or finishing then still posts to a live loop.
   WorkerPool pool;
   WorkerPool probes;      // one reserved thread: /metrics never waits for the workers
+  WorkerPool debug;       // one thread for /debug/* and /ui/*: the verbs never wait for them
   bool stopping = false;  // on the loop
 };
 
