@@ -72,6 +72,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
         timer_(core.io),
         buffer_(core.options.max_header_bytes + session_detail::kReadChunk) {}
   ~Session() override {
+    release_body();
     core_.remove(this);
     core_.release(peer_);
   }
@@ -219,6 +220,9 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
         head_checked_ = true;
         if (!check_head() || phase_ == Phase::kContinue) return;
       }
+      if (parser_->chunked() && !hold_body(parser_->get().body().size())) {
+        return refuse_overloaded();
+      }
       if (parser_->is_done()) return dispatch();
       if (used == 0 || buffer_.size() == 0) return read_some();
     }
@@ -226,12 +230,39 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
 
   // The route's answer to a request refused before it was complete (always closes).
   void refuse(int status, const std::string& why) {
+    release_body();
     if (!head_checked_ && parser_) {
       const auto& head = parser_->get();
       route_ = core_.routes.find(std::string(head.method_string()),
                                  session_detail::path_of(head.target()));
     }
     write(core_.routes.refusal(route_, status, why));
+  }
+
+  // Takes from the loop's body allowance (ServerCore::bodies_held) until this request's body may
+  // reach `bytes`: a declared length at once, a chunked body as it grows (by 1 MiB steps). False
+  // when the allowance is spent. Bodies up to kFreeBodyBytes take nothing.
+  bool hold_body(std::size_t bytes) {
+    if (bytes <= ServerCore::kFreeBodyBytes || bytes <= body_held_) return true;
+    constexpr std::size_t kStep = std::size_t{1} << 20;
+    const std::size_t want = std::max(bytes, std::min(core_.options.max_body_bytes,
+                                                      (bytes + kStep - 1) / kStep * kStep));
+    if (core_.bodies_held + (want - body_held_) > core_.body_allowance()) return false;
+    core_.bodies_held += want - body_held_;
+    body_held_ = want;
+    return true;
+  }
+  // Gives the allowance back: the body went to a worker (the body budget takes over, see
+  // body_budget.h) or the connection is done with it.
+  void release_body() {
+    core_.bodies_held -= body_held_;
+    body_held_ = 0;
+  }
+  void refuse_overloaded() {
+    if (core_.options.metrics != nullptr) core_.options.metrics->count_overload(route_.name);
+    refuse(503, "overloaded: request bodies being read fill the allowance of " +
+                    std::to_string(core_.body_allowance()) +
+                    " bytes (4 x --max-body-bytes, at least 64 MiB); retry shortly");
   }
 
   // Decides on a request once its head is parsed; false when it answered (a refusal).
@@ -249,6 +280,10 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     }
     const auto length = parser_->content_length();
     const bool has_body = parser_->chunked() || (length && *length > 0);
+    if (length && route_.takes_body && !hold_body(*length)) {
+      refuse_overloaded();
+      return false;
+    }
     if (route_.lane == Route::Lane::kNone) {
       Answer a = core_.routes.refusal(route_, 404, "no route " + method + " " + path);
       a.close = has_body;  // a body is never read for it
@@ -295,6 +330,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     Request request{std::string(message.method_string()), session_detail::path_of(message.target()),
                     std::move(message.body())};
     parser_.reset();
+    release_body();
     if (route_.lane == Route::Lane::kLoop) return write(core_.routes.answer_now(route_));
     phase_ = Phase::kAwaiting;
     const std::uint64_t seq = ++seq_;
@@ -412,6 +448,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   }
 
   void close() {
+    release_body();
     if (phase_ == Phase::kClosed) return;
     phase_ = Phase::kClosed;
     timer_.cancel();
@@ -432,6 +469,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   HeadScan scan_;
   std::size_t scanned_ = 0;  // bytes of buffer_ the scan has seen
   bool head_checked_ = false;
+  std::size_t body_held_ = 0;  // of ServerCore::bodies_held, for the body being read
   Route route_;
   bool keep_alive_ = true;
   Clock::time_point request_deadline_;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <cstddef>
@@ -76,6 +77,15 @@ class ServerCore {
   std::map<Connection*, std::weak_ptr<Connection>> live_;
 
  public:
+  // Request bodies the loop holds while it reads them, counted beyond kFreeBodyBytes each (on
+  // the loop only): at most body_allowance() in all, so 1,000 connections each sending a
+  // 16 MiB body cannot take 16 GiB. Before io: sessions the loop still holds give theirs back.
+  static constexpr std::size_t kFreeBodyBytes = 64 * 1024;
+  std::size_t bodies_held = 0;
+  std::size_t body_allowance() const {
+    return std::max<std::size_t>(std::size_t{64} << 20, 4 * options.max_body_bytes);
+  }
+
   boost::asio::io_context io{1};
   std::optional<boost::asio::ip::tcp::acceptor> acceptor;
   std::optional<boost::asio::ssl::context> tls;
