@@ -139,8 +139,9 @@ namespace {
 // no pod crowds (r 0.03-0.3 on the synthetic fleets) got a cost of a few milli that reordered
 // the share rule's ties and the stranding score's; the synthetic tuning half, seeds 42-44, as
 // deployed, r -> r - c: tune-train 1.22 -> 0.70, tune-infer 2.07 -> 1.80, tune-modern 5.49 ->
-// 5.32, tune-spec 3.52 -> 3.03, tune-cpu 12.19 -> 12.06, tune-mem 8.43 -> 7.82 (bench/README.md,
-// Generalization, for both halves and the Alibaba gpuspec traces).
+// 5.32, tune-spec 3.52 -> 3.03, tune-cpu 12.19 -> 12.06, tune-mem 8.43 -> 7.82; validation half
+// (seeds 42-51) five of six better, val-train equal; Alibaba gpuspec25 4.21 -> 4.13 but gpuspec33
+// 6.36 -> 7.12 (FGD 12.19). Tables: bench/README.md, Generalization.
 std::vector<std::pair<std::string, double>> reserves_by_model(
     const WorkloadMix& mix, std::span<const model::Node* const> nodes) {
   if (mix.model_demand.empty()) return {};
