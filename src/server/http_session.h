@@ -73,6 +73,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
         buffer_(core.options.max_header_bytes + session_detail::kReadChunk) {}
   ~Session() override {
     release_body();
+    release_answer();
     core_.remove(this);
     core_.release(peer_);
   }
@@ -258,6 +259,10 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     core_.bodies_held -= body_held_;
     body_held_ = 0;
   }
+  void release_answer() {
+    core_.answers_held -= answer_held_;
+    answer_held_ = 0;
+  }
   void refuse_overloaded() {
     if (core_.options.metrics != nullptr) core_.options.metrics->count_overload(route_.name);
     refuse(503, "overloaded: request bodies being read fill the allowance of " +
@@ -407,6 +412,19 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   void write(Answer a) {
     namespace http = session_detail::http;
     phase_ = Phase::kWriting;
+    if (a.body.size() > ServerCore::kFreeBodyBytes) {
+      if (core_.answers_held + a.body.size() > core_.answer_allowance()) {
+        if (core_.options.metrics != nullptr) core_.options.metrics->count_overload(route_.name);
+        a = core_.routes.refusal(route_, 503,
+                                 "overloaded: answers waiting for clients that do not read fill "
+                                 "the allowance of " +
+                                     std::to_string(core_.answer_allowance()) +
+                                     " bytes (4 x --max-answer-bytes, at least 64 MiB); retry");
+      } else {
+        answer_held_ = a.body.size();
+        core_.answers_held += answer_held_;
+      }
+    }
     const bool close_after = a.close || !keep_alive_ || core_.stopping;
     response_.emplace(static_cast<http::status>(a.status), 11);
     response_->set(http::field::content_type, a.content_type);
@@ -419,6 +437,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
         stream_, *response_,
         [self = this->shared_from_this(), close_after](boost::beast::error_code ec, std::size_t) {
           self->response_.reset();
+          self->release_answer();
           if (ec) return self->expired_ ? self->on_expired() : self->close();
           if (close_after || self->core_.stopping) return self->drain_and_close();
           self->next_request();
@@ -469,7 +488,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   HeadScan scan_;
   std::size_t scanned_ = 0;  // bytes of buffer_ the scan has seen
   bool head_checked_ = false;
-  std::size_t body_held_ = 0;  // of ServerCore::bodies_held, for the body being read
+  std::size_t body_held_ = 0;    // of ServerCore::bodies_held, for the body being read
+  std::size_t answer_held_ = 0;  // of ServerCore::answers_held, for the answer being written
   Route route_;
   bool keep_alive_ = true;
   Clock::time_point request_deadline_;

@@ -85,6 +85,12 @@ class ServerCore {
   std::size_t body_allowance() const {
     return std::max<std::size_t>(std::size_t{64} << 20, 4 * options.max_body_bytes);
   }
+  // The same for answers waiting to be written (clients that do not read hold them): beyond
+  // kFreeBodyBytes each, at most answer_allowance() in all.
+  std::size_t answers_held = 0;
+  std::size_t answer_allowance() const {
+    return std::max<std::size_t>(std::size_t{64} << 20, 4 * options.max_answer_bytes);
+  }
 
   boost::asio::io_context io{1};
   std::optional<boost::asio::ip::tcp::acceptor> acceptor;
