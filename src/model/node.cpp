@@ -20,7 +20,8 @@ NodeFill node_fill(const Node& node) {
     } else if (u.mig_slices_used != 0) {
       share = static_cast<double>(u.mig_compute_used) / kMigComputeSlices;
     } else {
-      const double mem = g.memory_mib > 0 ? static_cast<double>(u.memory_used_mib) / g.memory_mib : 0;
+      const double mem =
+          g.memory_mib > 0 ? static_cast<double>(u.memory_used_mib) / g.memory_mib : 0;
       const double cpu = static_cast<double>(u.compute_used_milli) / kFullComputeMilli;
       const double gs =
           g.gpushare_capacity > 0 ? static_cast<double>(u.gpushare_used) / g.gpushare_capacity : 0;

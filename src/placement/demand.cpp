@@ -19,7 +19,8 @@ bool model_in_list(const Gpu& gpu, const GpuRequest& req) {
 bool can_serve(const Gpu& gpu, const GpuRequest& req) {
   if (!gpu.usable() || !model_allowed(gpu, req)) return false;
   switch (req.kind) {
-    case RequestKind::kWhole: return !gpu.mig.enabled && gpu.gpushare_capacity == 0;
+    case RequestKind::kWhole:
+      return !gpu.mig.enabled && gpu.gpushare_capacity == 0;
     case RequestKind::kShared:
       return !gpu.mig.enabled && gpu.gpushare_capacity == 0 &&
              (req.shared.memory_mib == 0 || gpu.memory_mib >= req.shared.memory_mib);
@@ -27,7 +28,8 @@ bool can_serve(const Gpu& gpu, const GpuRequest& req) {
       return !gpu.mig.enabled && gpu.gpushare_capacity >= req.gpushare_units;
     case RequestKind::kMig:
       return gpu.mig.enabled && model::find_mig_profile(gpu.mig_family, req.mig_profile) != nullptr;
-    case RequestKind::kNone: return true;
+    case RequestKind::kNone:
+      return true;
   }
   return false;
 }
@@ -36,22 +38,26 @@ bool can_serve_now(const Gpu& gpu, const GpuRequest& req) {
   if (!can_serve(gpu, req)) return false;
   const model::GpuUsage& u = gpu.used;
   switch (req.kind) {
-    case RequestKind::kWhole: return u.idle();
+    case RequestKind::kWhole:
+      return u.idle();
     case RequestKind::kShared:
       return !u.whole && gpu.memory_free_mib() >= req.shared.memory_mib &&
              gpu.compute_free_milli() >= req.shared.compute_milli;
     case RequestKind::kGpushare:
       return !u.whole && u.shared_pods == 0 &&
              gpu.gpushare_capacity - u.gpushare_used >= req.gpushare_units;
-    case RequestKind::kMig: return false;  // MIG placements are found by mig_choice
-    case RequestKind::kNone: return true;
+    case RequestKind::kMig:
+      return false;  // MIG placements are found by mig_choice
+    case RequestKind::kNone:
+      return true;
   }
   return false;
 }
 
 double demand_in_gpus(const model::Node& node, const GpuRequest& req) {
   switch (req.kind) {
-    case RequestKind::kWhole: return req.whole;
+    case RequestKind::kWhole:
+      return req.whole;
     case RequestKind::kShared: {
       std::int64_t mem = 0;
       for (const Gpu& g : node.gpus) mem = std::max(mem, g.memory_mib);
@@ -75,7 +81,8 @@ double demand_in_gpus(const model::Node& node, const GpuRequest& req) {
       }
       return req.mig_count / static_cast<double>(model::kMigComputeSlices);
     }
-    case RequestKind::kNone: break;
+    case RequestKind::kNone:
+      break;
   }
   return 0.0;
 }
@@ -111,12 +118,15 @@ int free_milli(const model::Node& node) {
 
 int milli_per_gpu(const model::Node& node, const GpuRequest& req) {
   switch (req.kind) {
-    case RequestKind::kWhole: return model::kFullComputeMilli;
+    case RequestKind::kWhole:
+      return model::kFullComputeMilli;
     case RequestKind::kShared:
       if (req.shared.memory_mib == 0) return req.shared.compute_milli;
       break;
-    case RequestKind::kNone: return 0;
-    default: break;
+    case RequestKind::kNone:
+      return 0;
+    default:
+      break;
   }
   const int units = std::max(1, req.units());
   return static_cast<int>(

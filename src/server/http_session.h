@@ -246,8 +246,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   bool hold_body(std::size_t bytes) {
     if (bytes <= ServerCore::kFreeBodyBytes || bytes <= body_held_) return true;
     constexpr std::size_t kStep = std::size_t{1} << 20;
-    const std::size_t want = std::max(bytes, std::min(core_.options.max_body_bytes,
-                                                      (bytes + kStep - 1) / kStep * kStep));
+    const std::size_t want = std::max(
+        bytes, std::min(core_.options.max_body_bytes, (bytes + kStep - 1) / kStep * kStep));
     if (core_.bodies_held + (want - body_held_) > core_.body_allowance()) return false;
     core_.bodies_held += want - body_held_;
     body_held_ = want;

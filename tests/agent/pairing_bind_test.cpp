@@ -63,14 +63,13 @@ struct Rig {
     for (const char* name : {"a", "b", "c"}) {
       pods.push_back(k8s::testing::pod_object(name, std::string("uid-") + name, ""));
     }
-    server.load({k8s::testing::topology_node("n1", 8), k8s::testing::topology_node("n2", 8)},
-                pods);
+    server.load({k8s::testing::topology_node("n1", 8), k8s::testing::topology_node("n2", 8)}, pods);
     live = std::make_unique<test::KubeExtender>(server, "", o);
     REQUIRE(live->wait([&] { return live->extender().ready(); }));
     for (const auto& p : pods) {
       const std::string node = p["metadata"]["name"] == "c" ? "n2" : "n1";
-      const json f = json::parse(extender().filter(
-          json{{"Pod", p}, {"Nodes", nullptr}, {"NodeNames", {node}}}.dump()));
+      const json f = json::parse(
+          extender().filter(json{{"Pod", p}, {"Nodes", nullptr}, {"NodeNames", {node}}}.dump()));
       REQUIRE(f.at("NodeNames") == json::array({node}));
     }
   }

@@ -22,14 +22,14 @@ inline std::string model_key(std::string_view model) {
 // What pods hold on one GPU right now. Derived from the cluster's allocations: Cluster keeps it
 // in step with every commit and release, so placement never has to walk the allocation list.
 struct GpuUsage {
-  bool whole = false;                // held whole by one pod
-  int shared_pods = 0;               // pods holding a share (gapless.io/gpu-memory / -compute)
-  std::int64_t memory_used_mib = 0;  // sum of shares' vRAM
-  int compute_used_milli = 0;        // sum of shares' compute
-  std::int64_t gpushare_used = 0;    // aliyun.com/gpu-mem units in use
-  std::uint8_t mig_slices_used = 0;  // memory-slice mask of MIG instances in use
-  int mig_compute_used = 0;          // compute slices of MIG instances in use (at most 7)
-  int mig_media_used = 0;            // "+me" instances in use (at most 1)
+  bool whole = false;                   // held whole by one pod
+  int shared_pods = 0;                  // pods holding a share (gapless.io/gpu-memory / -compute)
+  std::int64_t memory_used_mib = 0;     // sum of shares' vRAM
+  int compute_used_milli = 0;           // sum of shares' compute
+  std::int64_t gpushare_used = 0;       // aliyun.com/gpu-mem units in use
+  std::uint8_t mig_slices_used = 0;     // memory-slice mask of MIG instances in use
+  int mig_compute_used = 0;             // compute slices of MIG instances in use (at most 7)
+  int mig_media_used = 0;               // "+me" instances in use (at most 1)
   std::vector<bool> mig_instance_used;  // static layouts: per MigLayout::instances entry
 
   bool idle() const {
@@ -40,10 +40,10 @@ struct GpuUsage {
 
 struct Gpu {
   int index = 0;
-  std::string uuid;                  // may be empty when the inventory does not say
-  std::string model;                 // product, e.g. "NVIDIA-H100-80GB-HBM3"
-  std::int64_t memory_mib = 0;       // 0 when unknown (gpushare-only inventory)
-  int numa = -1;                     // -1 when unknown
+  std::string uuid;             // may be empty when the inventory does not say
+  std::string model;            // product, e.g. "NVIDIA-H100-80GB-HBM3"
+  std::int64_t memory_mib = 0;  // 0 when unknown (gpushare-only inventory)
+  int numa = -1;                // -1 when unknown
   bool healthy = true;
   MigLayout mig;
   MigFamily mig_family = MigFamily::kNone;
