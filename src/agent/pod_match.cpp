@@ -210,10 +210,12 @@ std::vector<RecordPart> record_parts(const nlohmann::json& pod, const model::All
   const std::string who = record.pod_ns + "/" + record.pod_name;
   std::vector<RecordPart> parts;
   std::int64_t offset = 0;
-  for (const Asking& c : asking_containers(pod, resource)) {
-    Candidate at{&pod, c, c.init ? 0 : offset, {}};
+  std::vector<k8s::DeviceAsk> asks = k8s::device_asks(pod);
+  std::erase_if(asks, [&](const k8s::DeviceAsk& a) { return a.resource != resource; });
+  for (const k8s::DeviceAsk& c : asks) {
+    Candidate at{&pod, c, c.init ? 0 : offset};
     if (!c.init) offset += c.count;
-    RecordPart part{c.name, c.init, c.count, {}, {}, unplaced, ""};
+    RecordPart part{c.container, c.init, c.count, {}, {}, unplaced, ""};
     if (kind == GrantKind::kMig && !unplaced) {
       auto mine = part_of(of_profile, at, who);
       if (mine.ok())

@@ -273,11 +273,16 @@ check(one("ClusterRole", "gapless-node-agent").get("rules") ==
 ds = one("DaemonSet", "gapless-agent")
 dpod = ds.get("spec", {}).get("template", {}).get("spec", {})
 check(dpod.get("serviceAccountName") == "gapless-node-agent", "DaemonSet runs as gapless-node-agent")
-# The hostPaths: the kubelet's device plugin directory, where the plugin's sockets live, and the
-# host's /proc, read-only, where GPU processes' cgroups name their pods (per-pod usage).
+# The hostPaths: the kubelet's device plugin directory, where the plugin's sockets live, its
+# PodResources directory (the drift check), and the host's /proc, read-only, where GPU
+# processes' cgroups name their pods (per-pod usage).
 host_paths = [v["hostPath"].get("path") for v in dpod.get("volumes", []) if "hostPath" in v]
-check(host_paths == ["/var/lib/kubelet/device-plugins", "/proc"],
-      "DaemonSet's hostPaths are the device plugin dir and /proc")
+check(host_paths == ["/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources", "/proc"],
+      "DaemonSet's hostPaths are the device plugin dir, the PodResources dir and /proc")
+pr_mounts = [m for c in dpod.get("containers", []) for m in c.get("volumeMounts", [])
+             if m.get("name") == "pod-resources"]
+check(len(pr_mounts) == 1 and pr_mounts[0].get("readOnly") is True,
+      "the kubelet's PodResources directory is mounted read-only")
 proc_mounts = [m for c in dpod.get("containers", []) for m in c.get("volumeMounts", [])
                if m.get("name") == "host-proc"]
 check(len(proc_mounts) == 1 and proc_mounts[0].get("readOnly") is True

@@ -113,19 +113,19 @@ TEST_CASE("a full queue answers at once: verbs with an overloaded Error, health 
   auto scraped = c.Get("/metrics");
   REQUIRE(scraped);
   CHECK(scraped->status == 200);
-  for (const char* other : {"/version", "/debug/state"}) {
-    INFO(other);
-    auto res = c.Get(other);
-    REQUIRE(res);
-    CHECK(res->status == 503);
-    CHECK(res->get_header_value("Retry-After") == "1");
-    CHECK(json::parse(res->body).at("Error").get<std::string>().rfind("overloaded: ", 0) == 0);
-  }
+  // /debug/state too, on the debug lane's thread: debug work never waits for the verbs' workers.
+  auto state = c.Get("/debug/state");
+  REQUIRE(state);
+  CHECK(state->status == 200);
+  auto version = c.Get("/version");
+  REQUIRE(version);
+  CHECK(version->status == 503);
+  CHECK(version->get_header_value("Retry-After") == "1");
+  CHECK(json::parse(version->body).at("Error").get<std::string>().rfind("overloaded: ", 0) == 0);
   CHECK(gate.entered() == 1);  // nothing above needed a worker
   CHECK_FALSE(a.status);
   CHECK_FALSE(b.status);
-  for (const char* route :
-       {"filter", "prioritize", "bind", "preempt", "/version", "/debug/state"}) {
+  for (const char* route : {"filter", "prioritize", "bind", "preempt", "/version"}) {
     INFO(route);
     CHECK(overload_count(srv.metrics(), route) == 1);
   }
