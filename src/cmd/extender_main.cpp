@@ -271,7 +271,7 @@ int main(int argc, char** argv) {
   server::Extender extender(std::move(cluster), std::move(policy), binder, metrics);
   for (const k8s::ParsedPod& p : file_pods) extender.scheduler().observe(p.info, p.request);
   // Prepares the cache for the shapes asked most, now and after every mix or policy change, so
-  // first pods are not the ones paying for every node (README "Readiness").
+  // first pods are not the ones paying for every node (docs/extender-flags-and-routes.md, /readyz).
   server::ScoreWarmer warmer(extender.scheduler(), [&extender] { return extender.ready(); });
   server::HttpOptions http_options;
   http_options.url_prefix = prefix;

@@ -21,9 +21,9 @@
 
 class KubeSource {
  public:
-  // `claims`: where this replica claims GPUs before binding (README "High availability").
+  // `claims`: where this replica claims GPUs before binding (docs/high-availability.md).
   // `scheduler_name`: kube-scheduler's profile for Gapless; its pods that kube-scheduler finds
-  // no node for wait (README "Waiting pods").
+  // no node for wait (docs/policies.md "Waiting pods").
   KubeSource(gapless::k8s::ClientConfig config, gapless::k8s::ClaimOptions claims,
              std::string scheduler_name);
   ~KubeSource();  // stops and joins the informers

@@ -1,5 +1,5 @@
 // Per-node claim objects with resourceVersion preconditions (extender-protocol.md §4,
-// "Optimistic concurrency"; README "High availability").
+// "Optimistic concurrency"; docs/high-availability.md).
 #include "gapless/k8s/node_claims.h"
 
 #include <algorithm>

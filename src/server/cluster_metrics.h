@@ -20,7 +20,7 @@ struct MixStatus {
 std::vector<prometheus::MetricFamily> cluster_families(const placement::ClusterSummary& s,
                                                        const MixStatus& mix);
 
-// Pods waiting for a drain target and the nodes held for them (README "Waiting pods").
+// Pods waiting for a drain target and the nodes held for them (docs/policies.md "Waiting pods").
 struct WaitStatus {
   double waiting = 0;         // pods recorded as waiting (placement::Scheduler::waiting)
   double reserved_nodes = 0;  // 1 while the oldest of them holds a node, else 0

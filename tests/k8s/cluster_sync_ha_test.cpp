@@ -1,6 +1,6 @@
 // A record on the watch against a local reservation (a bind in flight, not yet seen bound): the
 // API server's record wins, the reservation is dropped and reported, nothing is fenced
-// (README "High availability").
+// (docs/high-availability.md).
 #include <catch2/catch.hpp>
 
 #include <mutex>

@@ -1,5 +1,5 @@
 // Claims against the fake API server: the ConfigMap's resourceVersion precondition, re-reads on
-// 409, and which claims stand in the way (README "High availability").
+// 409, and which claims stand in the way (docs/high-availability.md).
 #include "gapless/k8s/node_claims.h"
 
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
 // Scheduler::reserve beside allocations the model does not count yet: other replicas' claims
-// (README "High availability"). The choice avoids them; the model does not keep them.
+// (docs/high-availability.md). The choice avoids them; the model does not keep them.
 #include <catch2/catch.hpp>
 
 #include "gapless/placement/scheduler.h"

@@ -1,5 +1,5 @@
-// Bugs the fuzz targets found in the extender verbs (fuzz/, README "Fuzzing"), one test each.
-// The crashing inputs themselves are replayed by the "fuzz: extender_*" ctests.
+// Bugs the fuzz targets found in the extender verbs (fuzz/, docs/testing-and-bench.md "Fuzzing"),
+// one test each. The crashing inputs themselves are replayed by the "fuzz: extender_*" ctests.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <string>

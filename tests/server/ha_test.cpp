@@ -1,4 +1,4 @@
-// Several replicas (README "High availability"): two extenders, each with its own informers and
+// Several replicas (docs/high-availability.md): two extenders, each with its own informers and
 // model, bind through ONE fake API server. Racing binds for the same GPUs, in both orders that
 // happen in production (split-brain: two leaders bind at once; leader change: the old leader's
 // Binding lands late), must never leave a GPU booked by two pods; a standby serves at once,

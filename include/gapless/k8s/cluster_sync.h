@@ -9,13 +9,13 @@
 // allocation of every pod it does not contain, and a pod whose bind is in flight is still
 // pending.
 //
-// Waiting pods (README "Waiting pods"): kube-scheduler calls the extender's filter only when its
-// own filters leave some node, so a large pod that no node has room for by kube-scheduler's own
-// count never reaches Gapless's filter. What it does write, once per change, is the pod's
-// condition PodScheduled=False with reason Unschedulable. A pending GPU pod of our scheduler
-// carrying it is reported through `unschedulable`; its wait ends (`stop_waiting`) when it is
-// bound, finishes, is deleted, or its condition no longer says Unschedulable (a bind that
-// failed says SchedulerError: some node did pass, it waits for no drain).
+// Waiting pods (docs/policies.md "Waiting pods"): kube-scheduler calls the extender's filter only
+// when its own filters leave some node, so a large pod that no node has room for by
+// kube-scheduler's own count never reaches Gapless's filter. What it does write, once per change,
+// is the pod's condition PodScheduled=False with reason Unschedulable. A pending GPU pod of our
+// scheduler carrying it is reported through `unschedulable`; its wait ends (`stop_waiting`) when it
+// is bound, finishes, is deleted, or its condition no longer says Unschedulable (a bind that failed
+// says SchedulerError: some node did pass, it waits for no drain).
 //
 // Thread-safe: informer threads call the handlers concurrently; every change goes through
 // `mutate`, which must give exclusive access to the model.

@@ -107,7 +107,7 @@ class Extender {
   void set_readiness(std::function<bool()> ready);
   bool ready() const;
 
-  // Several replicas (README "High availability"): before the Binding is posted, what bind
+  // Several replicas (docs/high-availability.md): before the Binding is posted, what bind
   // reserved is claimed through `claims`, checked against the other replicas' claims; a bind
   // whose GPUs another replica claimed first fails (kube-scheduler retries the pod). Null (the
   // default): no claims, for a single replica. Set before serving; must outlive the Extender.

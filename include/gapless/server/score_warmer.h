@@ -34,8 +34,8 @@ class ScoreWarmer {
 
   // True once a pass that began on a complete model has completed for the mix and policy in
   // force when it ended: the extender
-  // reports ready only then (README "Readiness"), so the first pods after a start are served
-  // from a prepared cache. Stays true afterwards.
+  // reports ready only then (docs/extender-flags-and-routes.md, /readyz), so the first pods after a
+  // start are served from a prepared cache. Stays true afterwards.
   bool caught_up() const { return caught_up_.load(); }
   // Passes completed so far (tests wait on it).
   std::uint64_t passes() const { return passes_.load(); }
