@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -77,17 +78,18 @@ class ServerCore {
   std::map<Connection*, std::weak_ptr<Connection>> live_;
 
  public:
-  // Request bodies the loop holds while it reads them, counted beyond kFreeBodyBytes each (on
-  // the loop only): at most body_allowance() in all, so 1,000 connections each sending a
-  // 16 MiB body cannot take 16 GiB. Before io: sessions the loop still holds give theirs back.
+  // Request bodies the loop holds while it reads them, counted beyond kFreeBodyBytes each: at
+  // most body_allowance() in all, so 1,000 connections each sending a 16 MiB body cannot take
+  // 16 GiB. Only the loop takes; a session gives back wherever it ends (its last owner may be a
+  // worker), hence atomic. Before io: sessions the loop still holds give theirs back.
   static constexpr std::size_t kFreeBodyBytes = 64 * 1024;
-  std::size_t bodies_held = 0;
+  std::atomic<std::size_t> bodies_held{0};
   std::size_t body_allowance() const {
     return std::max<std::size_t>(std::size_t{64} << 20, 4 * options.max_body_bytes);
   }
   // The same for answers waiting to be written (clients that do not read hold them): beyond
   // kFreeBodyBytes each, at most answer_allowance() in all.
-  std::size_t answers_held = 0;
+  std::atomic<std::size_t> answers_held{0};
   std::size_t answer_allowance() const {
     return std::max<std::size_t>(std::size_t{64} << 20, 4 * options.max_answer_bytes);
   }
