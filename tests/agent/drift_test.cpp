@@ -40,7 +40,9 @@ json container(const std::string& name, const std::string& resource, int count) 
   return {{"name", name}, {"resources", {{"limits", {{resource, std::to_string(count)}}}}}};
 }
 
-json pod(const std::string& name, json containers, const model::Allocation* rec,
+// std::vector, not json: `json x = {one_json}` is a one-element array under gcc but a copy of the
+// element under clang (CWG 1467), which left every one-container pod without containers.
+json pod(const std::string& name, std::vector<json> containers, const model::Allocation* rec,
          const std::string& phase = "Running", json init = json::array()) {
   json meta = {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}};
   if (rec != nullptr) {
@@ -172,7 +174,8 @@ TEST_CASE("drift: containers get their part of the record as the plugin splits i
   // Init container: the record's first grant; the two app containers: grants 0 and 1.
   const auto rec = record("a", {whole(0, kA), whole(1, kB)});
   const json init = json::array({container("setup", "nvidia.com/gpu", 1)});
-  const json app = {container("one", "nvidia.com/gpu", 1), container("two", "nvidia.com/gpu", 1)};
+  const std::vector<json> app = {container("one", "nvidia.com/gpu", 1),
+                                 container("two", "nvidia.com/gpu", 1)};
   SECTION("in order: no drift (the init container's devices are listed too)") {
     AssignedPod p{"ml",
                   "a",
@@ -193,7 +196,7 @@ TEST_CASE("drift: containers get their part of the record as the plugin splits i
 TEST_CASE("drift: a Running pod's container that holds none of its record's GPUs is stale",
           "[drift]") {
   const auto ra = record("a", {whole(0, kA)});
-  const json spec = {container("main", "nvidia.com/gpu", 1)};
+  const std::vector<json> spec = {container("main", "nvidia.com/gpu", 1)};
   const AssignedPod nothing{"ml", "a", {{"main", {}}}};
   const auto r = check({pod("a", spec, &ra)}, {nothing});
   REQUIRE(kinds(r) == std::vector{DriftKind::kStale});
