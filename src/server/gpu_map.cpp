@@ -3,12 +3,12 @@
 // once in a table that GPUs point into by index: at 5,000 nodes of 8 GPUs the answer stays near
 // a megabyte and a poll costs milliseconds.
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <unordered_map>
 
 #include "explain_json.h"
 #include "gapless/server/extender.h"
+#include "node_json.h"
 #include "wire.h"
 
 namespace gapless::server {
@@ -93,31 +93,6 @@ json gpu_json(const model::Gpu& g, const std::string& node_model, const GpuHolde
   if (g.mig.enabled) out["mig"] = mig_json(g, h);
   if (!h.overuse.empty()) out["overuse"] = h.overuse;
   return out;
-}
-
-// GPU indices connected by working NVLinks, as lists; GPUs without NVLink left out.
-json islands_json(const model::Node& n) {
-  const int count = std::min<int>(n.links.size(), 64);
-  std::uint64_t seen = 0;
-  json islands = json::array();
-  for (int i = 0; i < count; ++i) {
-    if ((seen >> i & 1) || n.links.nvlink_mask(i) == 0) continue;
-    std::uint64_t island = std::uint64_t{1} << i, frontier = island;
-    while (frontier != 0) {
-      const int g = std::countr_zero(frontier);
-      frontier &= frontier - 1;
-      const std::uint64_t next = n.links.nvlink_mask(g) & ~island;
-      island |= next;
-      frontier |= next;
-    }
-    seen |= island;
-    json members = json::array();
-    for (int g = 0; g < count; ++g) {
-      if (island >> g & 1) members.push_back(g);
-    }
-    islands.push_back(std::move(members));
-  }
-  return islands;
 }
 
 const char* kind_name(model::RequestKind k) {
@@ -231,7 +206,7 @@ std::string Extender::gpu_map() const {
       }
       json node = {{"name", n->name}, {"model", model}, {"gpus", std::move(gpus)}};
       if (n->fenced()) node["fenced"] = n->fence_reason;
-      if (json islands = islands_json(*n); !islands.empty()) node["islands"] = std::move(islands);
+      if (json islands = nvlink_islands(*n); !islands.empty()) node["islands"] = std::move(islands);
       if (!n->mig_pool.empty()) {
         json pool = json::object();
         for (const auto& [profile, p] : n->mig_pool) {

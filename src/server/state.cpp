@@ -6,6 +6,7 @@
 #include "cluster_metrics.h"
 #include "gapless/k8s/allocation_record.h"
 #include "gapless/server/extender.h"
+#include "node_json.h"
 #include "wire.h"
 
 namespace gapless::server {
@@ -54,32 +55,6 @@ json gpu_json(const model::Gpu& g) {
             {"migComputeSlices", u.mig_compute_used}}}};
 }
 
-// The node's NVLink islands: GPU indices connected by working NVLinks, directly or through
-// other GPUs, as lists (ascending); GPUs without NVLink are left out.
-json nvlink_islands(const model::Node& n) {
-  const int count = std::min<int>(n.links.size(), 64);
-  std::uint64_t seen = 0;
-  json islands = json::array();
-  for (int i = 0; i < count; ++i) {
-    if ((seen >> i & 1) || n.links.nvlink_mask(i) == 0) continue;
-    std::uint64_t island = std::uint64_t{1} << i, frontier = island;
-    while (frontier != 0) {
-      const int g = std::countr_zero(frontier);
-      frontier &= frontier - 1;
-      const std::uint64_t next = n.links.nvlink_mask(g) & ~island;
-      island |= next;
-      frontier |= next;
-    }
-    seen |= island;
-    json members = json::array();
-    for (int g = 0; g < count; ++g) {
-      if (island >> g & 1) members.push_back(g);
-    }
-    islands.push_back(std::move(members));
-  }
-  return islands;
-}
-
 json host_json(const model::HostResources& cap, const model::HostResources& used) {
   return {{"cpuMilli", cap.cpu_milli},
           {"memoryMiB", cap.memory_mib},
@@ -108,6 +83,30 @@ json drain_json(const std::optional<placement::DrainReservation>& d) {
 }
 
 }  // namespace
+
+json nvlink_islands(const model::Node& n) {
+  const int count = std::min<int>(n.links.size(), 64);
+  std::uint64_t seen = 0;
+  json islands = json::array();
+  for (int i = 0; i < count; ++i) {
+    if ((seen >> i & 1) || n.links.nvlink_mask(i) == 0) continue;
+    std::uint64_t island = std::uint64_t{1} << i, frontier = island;
+    while (frontier != 0) {
+      const int g = std::countr_zero(frontier);
+      frontier &= frontier - 1;
+      const std::uint64_t next = n.links.nvlink_mask(g) & ~island;
+      island |= next;
+      frontier |= next;
+    }
+    seen |= island;
+    json members = json::array();
+    for (int g = 0; g < count; ++g) {
+      if (island >> g & 1) members.push_back(g);
+    }
+    islands.push_back(std::move(members));
+  }
+  return islands;
+}
 
 std::string Extender::debug_state() const {
   json nodes = json::array();
