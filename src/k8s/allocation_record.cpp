@@ -121,7 +121,7 @@ Status decode(const json& doc, model::Allocation* a) {
 
 }  // namespace
 
-std::string encode_allocation_record(const model::Allocation& a) {
+std::string encode_allocation_record(const model::Allocation& a, const model::Node* node) {
   // ordered_json keeps "v" and "node" first, which reads better in kubectl output.
   nlohmann::ordered_json doc;
   doc["v"] = kRecordVersion;
@@ -143,6 +143,10 @@ std::string encode_allocation_record(const model::Allocation& a) {
       if (m.gpu >= 0) e["gpu"] = m.gpu;
       e["profile"] = m.profile;
       if (m.gpu >= 0) e["start"] = m.start;
+      if (node != nullptr && m.gpu >= 0 && static_cast<std::size_t>(m.gpu) < node->gpus.size() &&
+          !node->gpus[static_cast<std::size_t>(m.gpu)].uuid.empty()) {
+        e["uuid"] = node->gpus[static_cast<std::size_t>(m.gpu)].uuid;
+      }
       doc["mig"].push_back(std::move(e));
     }
   }

@@ -118,25 +118,6 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// MIG entries name their GPU by index; the node's device plugin finds it by this UUID instead
-// (docs/node-pairing.md: a reboot may renumber GPUs). Readers of the record ignore the field.
-std::string with_mig_uuids(const std::string& record, const model::Node& node) {
-  auto doc = nlohmann::ordered_json::parse(record, nullptr, false);
-  if (doc.is_discarded() || !doc.contains("mig") || !doc["mig"].is_array()) return record;
-  bool added = false;
-  for (auto& m : doc["mig"]) {
-    if (!m.contains("gpu") || !m["gpu"].is_number_integer()) continue;
-    const auto gpu = m["gpu"].get<std::int64_t>();
-    if (gpu < 0 || gpu >= static_cast<std::int64_t>(node.gpus.size())) continue;
-    const std::string& uuid = node.gpus[static_cast<std::size_t>(gpu)].uuid;
-    if (uuid.empty()) continue;
-    m["uuid"] = uuid;
-    added = true;
-  }
-  return added ? doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
-               : record;
-}
-
 }  // namespace
 
 Extender::Extender(model::Cluster cluster, placement::Policy policy, Binder& binder,
@@ -478,8 +459,8 @@ std::string Extender::bind_now(std::string_view body) {
     scheduler_.read([&](const model::Cluster& c) {
       const model::Node* n = c.find_node(*node);
       if (n == nullptr) return;  // removed meanwhile: the binder's answer decides
-      auto& text = annotations[std::string(k8s::kAllocationAnnotation)];
-      text = with_mig_uuids(text, *n);
+      annotations[std::string(k8s::kAllocationAnnotation)] =
+          k8s::encode_allocation_record(*reserved, n);
       for (auto& [k, v] : k8s::gpushare_annotations(
                *reserved, *n, std::chrono::duration_cast<std::chrono::nanoseconds>(now).count())) {
         annotations[k] = v;

@@ -168,3 +168,21 @@ TEST_CASE("gpushare annotations for gpushare's device plugin", "[k8s][record]") 
   CHECK(gpushare_annotations(alloc({}, {{0, "1g.5gb", 0}}), node, 1).empty());
   CHECK(gpushare_annotations(alloc({{5, "", 0, 0, 3}}), node, 1).empty());  // no such GPU
 }
+
+TEST_CASE("with its node, a record names each placed MIG entry's GPU by UUID too",
+          "[k8s][record]") {
+  gapless::model::Node node;
+  node.gpus.resize(2);
+  node.gpus[1].index = 1;
+  node.gpus[1].uuid = "GPU-b";
+  const Allocation a = alloc({}, {{1, "1g.10gb", 6}, {-1, "1g.10gb", -1}});
+  CHECK(encode_allocation_record(a, &node) ==
+        R"({"v":1,"node":"n1","gpus":[],"mig":[{"gpu":1,"profile":"1g.10gb","start":6,)"
+        R"("uuid":"GPU-b"},{"profile":"1g.10gb"}]})");
+  CHECK(encode_allocation_record(a).find("uuid") == std::string::npos);  // without it, as before
+  // The UUID is for the node's device plugin; the record decodes the same either way.
+  auto back =
+      decode_allocation_record(encode_allocation_record(a, &node), "ml", "train-0", "uid-1");
+  REQUIRE(back.ok());
+  CHECK(back->mig == a.mig);
+}

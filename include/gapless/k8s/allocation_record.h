@@ -18,7 +18,9 @@ inline constexpr std::string_view kAllocationAnnotation = "gapless.io/allocation
 // {"v":1,"node":"n","gpus":[{"index":0,"uuid":"GPU-..","memoryMiB":8192,"computeMilli":500}],
 //  "mig":[{"gpu":0,"profile":"1g.10gb","start":3}]}
 // memoryMiB/computeMilli appear only for shares, gpuMem only for gpushare, "mig" only for MIG.
-std::string encode_allocation_record(const model::Allocation& a);
+// With the pod's `node`, each placed MIG entry also names its GPU's "uuid": the node's device
+// plugin finds the GPU by it, since a reboot may renumber indices (docs/node-pairing.md).
+std::string encode_allocation_record(const model::Allocation& a, const model::Node* node = nullptr);
 
 // Decodes a record for pod (ns, name, uid). Unknown versions, garbage and inconsistent entries
 // are errors (the caller fences the node rather than freeing its GPUs).
