@@ -6,6 +6,7 @@
 
 #include "device_plugin_service.h"
 #include "gapless/k8s/device_asks.h"
+#include "gapless/k8s/pod_api.h"
 
 namespace gapless::agent {
 
@@ -99,16 +100,8 @@ void DevicePluginService::mark_allocated(const Admission& a) {
   }
   const nlohmann::json value = {
       {"v", 1}, {"resource", options_.resource}, {"containers", containers}};
-  const nlohmann::json patch = {
-      {"metadata", {{"annotations", {{std::string(k8s::kAllocatedAnnotation), value.dump()}}}}}};
-  const std::string path = "/api/v1/namespaces/" + a.pod_ns + "/pods/" + a.pod_name;
-  auto response = api_.call("PATCH", path, patch.dump(), "application/merge-patch+json");
-  std::string failure;
-  if (!response.ok()) {
-    failure = response.error();
-  } else if (!response->ok()) {
-    failure = k8s::api_error(*response);
-  }
+  const std::string failure = k8s::annotate_pod(
+      api_, a.pod_ns, a.pod_name, std::string(k8s::kAllocatedAnnotation), value.dump());
   if (!failure.empty() && log_) {
     log_("marking pod " + a.pod_ns + "/" + a.pod_name + " " +
          std::string(k8s::kAllocatedAnnotation) + " failed: " + failure);

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "gapless/k8s/json_fields.h"
+#include "gapless/k8s/pod_api.h"
 
 namespace gapless::agent {
 
@@ -70,12 +71,9 @@ grpc::Status DevicePluginService::ListAndWatch(
 
 Result<std::optional<Admission>> DevicePluginService::match(std::int64_t count, bool prune,
                                                             nlohmann::json* pods_out) {
-  const std::string path = "/api/v1/pods?fieldSelector=spec.nodeName%3D" + options_.node_name;
-  auto response = api_.call("GET", path);
-  if (!response.ok()) return Error{"listing this node's pods: " + response.error()};
-  if (!response->ok()) return Error{"listing this node's pods: " + k8s::api_error(*response)};
-  auto pods = nlohmann::json::parse(response->body, nullptr, false);
-  if (pods.is_discarded()) return Error{"listing this node's pods: the answer is not JSON"};
+  auto listed = k8s::list_node_pods(api_, options_.node_name);
+  if (!listed.ok()) return Error{listed.error()};
+  nlohmann::json& pods = *listed;
   if (prune && pods.contains("items") && pods["items"].is_array()) {
     std::set<std::string> live;
     for (const auto& p : pods["items"]) {

@@ -1,28 +1,14 @@
 #include "gapless/agent/drift_monitor.h"
 
-#include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "gapless/k8s/json_fields.h"
+#include "gapless/k8s/pod_api.h"
 
 namespace gapless::agent {
 
-namespace {
-
 using nlohmann::json;
-
-std::string rfc3339_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-}  // namespace
 
 DriftMonitor::DriftMonitor(DriftMonitorOptions options, k8s::ApiTransport& api,
                            AgentMetrics& metrics, std::function<void(const std::string&)> log)
@@ -42,11 +28,9 @@ Result<DriftReport> DriftMonitor::compare(const std::map<int, std::string>& uuid
   // The kubelet first: every pod it lists is then in the API list unless it was deleted.
   auto assigned = kubelet_.list();
   if (!assigned.ok()) return Error{assigned.error()};
-  const std::string path = "/api/v1/pods?fieldSelector=spec.nodeName%3D" + options_.node_name;
-  auto response = api_.call("GET", path);
-  if (!response.ok()) return Error{"listing this node's pods: " + response.error()};
-  if (!response->ok()) return Error{"listing this node's pods: " + k8s::api_error(*response)};
-  const json pods = json::parse(response->body, nullptr, false);
+  auto listed = k8s::list_node_pods(api_, options_.node_name);
+  if (!listed.ok()) return Error{listed.error()};
+  const json& pods = *listed;
   if (!pods.is_object() || !pods.contains("items")) {
     return Error{"listing this node's pods: the answer is no pod list"};
   }
@@ -94,32 +78,19 @@ void DriftMonitor::report(const DriftReport& report) {
 }
 
 bool DriftMonitor::post_event(const DriftFinding& f) {
-  const std::string now = rfc3339_now();
-  const json event = {
-      {"apiVersion", "v1"},
-      {"kind", "Event"},
-      {"metadata", {{"generateName", f.pod_name + "."}, {"namespace", f.pod_ns}}},
-      {"involvedObject",
-       {{"kind", "Pod"},
-        {"apiVersion", "v1"},
-        {"namespace", f.pod_ns},
-        {"name", f.pod_name},
-        {"uid", f.pod_uid},
-        {"fieldPath", "spec.containers{" + f.container + "}"}}},
-      {"reason", kDriftEventReason},
-      {"message", std::string(to_string(f.kind)) + ": " + f.message},
-      {"type", "Warning"},
-      {"source", {{"component", "gapless-agent"}, {"host", options_.node_name}}},
-      {"firstTimestamp", now},
-      {"lastTimestamp", now},
-      {"count", 1},
-  };
-  auto r = api_.call("POST", "/api/v1/namespaces/" + f.pod_ns + "/events",
-                     event.dump(-1, ' ', false, json::error_handler_t::replace));
-  if (!r.ok() || !r->ok()) {
+  const std::string failed = k8s::post_pod_event(
+      api_, k8s::PodEvent{.ns = f.pod_ns,
+                          .name = f.pod_name,
+                          .uid = f.pod_uid,
+                          .field_path = "spec.containers{" + f.container + "}",
+                          .reason = std::string(kDriftEventReason),
+                          .message = std::string(to_string(f.kind)) + ": " + f.message,
+                          .component = "gapless-agent",
+                          .host = options_.node_name});
+  if (!failed.empty()) {
     if (log_) {
-      log_("drift: posting the Event on pod " + f.pod_ns + "/" + f.pod_name +
-           " failed: " + (r.ok() ? k8s::api_error(*r) : r.error()) + " (retried next check)");
+      log_("drift: posting the Event on pod " + f.pod_ns + "/" + f.pod_name + " failed: " + failed +
+           " (retried next check)");
     }
     return false;
   }

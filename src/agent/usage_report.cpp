@@ -3,11 +3,11 @@
 #include <prometheus/metric_family.h>
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "gapless/k8s/allocation_record.h"
+#include "gapless/k8s/json_fields.h"
+#include "gapless/k8s/pod_api.h"
 
 namespace gapless::agent {
 
@@ -26,12 +26,6 @@ struct PodFacts {
   std::map<int, std::int64_t> share_mib;               // GPU -> memoryMiB the record grants
 };
 
-std::string text_at(const json& j, const char* a, const char* b) {
-  if (!j.is_object() || !j.contains(a) || !j[a].is_object()) return "";
-  const json& v = j[a].value(b, json());
-  return v.is_string() ? v.get<std::string>() : "";
-}
-
 // "containerd://<id>" -> "<id>".
 std::string runtime_id(const std::string& container_id) {
   const std::size_t sep = container_id.find("://");
@@ -44,9 +38,11 @@ std::map<std::string, PodFacts> pods_by_uid(const json& pod_list) {
     return out;
   }
   for (const json& p : pod_list["items"]) {
-    PodFacts f{text_at(p, "metadata", "namespace"),
-               text_at(p, "metadata", "name"),
-               text_at(p, "metadata", "uid"),
+    const json* meta = k8s::field(p, "metadata");
+    if (meta == nullptr) continue;
+    PodFacts f{k8s::string_field(*meta, "namespace"),
+               k8s::string_field(*meta, "name"),
+               k8s::string_field(*meta, "uid"),
                {},
                {}};
     if (f.uid.empty()) continue;
@@ -90,15 +86,6 @@ void sample(MetricFamily& f, std::vector<ClientMetric::Label> labels, double v) 
     m.gauge.value = v;
   }
   f.metric.push_back(std::move(m));
-}
-
-std::string rfc3339_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 }  // namespace
@@ -158,13 +145,7 @@ UsageReporter::UsageReporter(UsageOptions options, k8s::ApiTransport* api,
 
 Result<json> UsageReporter::list_pods() const {
   if (api_ == nullptr) return json::object();
-  const std::string path = "/api/v1/pods?fieldSelector=spec.nodeName%3D" + options_.node_name;
-  auto response = api_->call("GET", path);
-  if (!response.ok()) return Error{"listing this node's pods: " + response.error()};
-  if (!response->ok()) return Error{"listing this node's pods: " + k8s::api_error(*response)};
-  json pods = json::parse(response->body, nullptr, false);
-  if (pods.is_discarded()) return Error{"listing this node's pods: the answer is not JSON"};
-  return pods;
+  return k8s::list_node_pods(*api_, options_.node_name);
 }
 
 Status UsageReporter::update(const NvmlLibrary& nvml) {
@@ -223,44 +204,26 @@ void UsageReporter::post_event(const Overuse& o) {
                               " MiB its share was given";
   if (log_) log_("share over-use: " + o.ns + "/" + o.pod + ": " + message);
   if (api_ == nullptr) return;
-  const std::string now = rfc3339_now();
-  const json event = {
-      {"apiVersion", "v1"},
-      {"kind", "Event"},
-      {"metadata", {{"generateName", o.pod + ".gapless-overuse-"}, {"namespace", o.ns}}},
-      {"involvedObject",
-       {{"apiVersion", "v1"},
-        {"kind", "Pod"},
-        {"namespace", o.ns},
-        {"name", o.pod},
-        {"uid", o.uid}}},
-      {"reason", kShareOveruseReason},
-      {"message", message},
-      {"type", "Warning"},
-      {"count", 1},
-      {"firstTimestamp", now},
-      {"lastTimestamp", now},
-      {"source", {{"component", "gapless-agent"}, {"host", options_.node_name}}},
-      {"reportingComponent", "gapless-agent"},
-      {"reportingInstance", options_.node_name}};
-  auto r = api_->call("POST", "/api/v1/namespaces/" + o.ns + "/events", event.dump());
-  if ((!r.ok() || !r->ok()) && log_) {
-    log_("posting the over-use Event on " + o.ns + "/" + o.pod + ": " +
-         (r.ok() ? k8s::api_error(*r) : r.error()));
+  const std::string failed =
+      k8s::post_pod_event(*api_, k8s::PodEvent{.ns = o.ns,
+                                               .name = o.pod,
+                                               .uid = o.uid,
+                                               .reason = std::string(kShareOveruseReason),
+                                               .message = message,
+                                               .component = "gapless-agent",
+                                               .host = options_.node_name,
+                                               .name_suffix = "gapless-overuse-"});
+  if (!failed.empty() && log_) {
+    log_("posting the over-use Event on " + o.ns + "/" + o.pod + ": " + failed);
   }
 }
 
 void UsageReporter::annotate(const std::string& ns, const std::string& pod,
                              const std::string& value) {
   if (api_ == nullptr || pod.empty()) return;
-  const json patch = {
-      {"metadata",
-       {{"annotations", {{kShareOveruseAnnotation, value.empty() ? json() : json(value)}}}}}};
-  auto r = api_->call("PATCH", "/api/v1/namespaces/" + ns + "/pods/" + pod, patch.dump(),
-                      "application/merge-patch+json");
-  if ((!r.ok() || !r->ok()) && log_) {
-    log_("annotating " + ns + "/" + pod + " with " + kShareOveruseAnnotation + ": " +
-         (r.ok() ? k8s::api_error(*r) : r.error()));
+  const std::string failed = k8s::annotate_pod(*api_, ns, pod, kShareOveruseAnnotation, value);
+  if (!failed.empty() && log_) {
+    log_("annotating " + ns + "/" + pod + " with " + kShareOveruseAnnotation + ": " + failed);
   }
 }
 

@@ -2,13 +2,12 @@
 #include "gapless/k8s/kube_binder.h"
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <nlohmann/json.hpp>
 #include <utility>
 
 #include "gapless/k8s/allocation_record.h"
 #include "gapless/k8s/json_fields.h"
+#include "gapless/k8s/pod_api.h"
 #include "url.h"
 
 namespace gapless::k8s {
@@ -19,15 +18,6 @@ namespace {
 
 std::string pod_path(const BindRequest& req) {
   return "/api/v1/namespaces/" + url_encode(req.ns) + "/pods/" + url_encode(req.name);
-}
-
-std::string rfc3339_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // After a 409: is the pod already bound the way we asked (a retry after a lost reply)?
@@ -135,28 +125,14 @@ Status KubeBinder::bind(const BindRequest& req) {
 
 void KubeBinder::post_event(const BindRequest& req, const std::string& type,
                             const std::string& reason, const std::string& message) {
-  const std::string now = rfc3339_now();
-  const json event = {
-      {"apiVersion", "v1"},
-      {"kind", "Event"},
-      {"metadata", {{"generateName", req.name + "."}, {"namespace", req.ns}}},
-      {"involvedObject",
-       {{"kind", "Pod"},
-        {"apiVersion", "v1"},
-        {"namespace", req.ns},
-        {"name", req.name},
-        {"uid", req.uid}}},
-      {"reason", reason},
-      {"message", message},
-      {"type", type},
-      {"source", {{"component", component_}}},
-      {"firstTimestamp", now},
-      {"lastTimestamp", now},
-      {"count", 1},
-  };
   // Best effort: an Event is only for `kubectl describe pod`.
-  (void)api_.call("POST", "/api/v1/namespaces/" + url_encode(req.ns) + "/events",
-                  event.dump(-1, ' ', false, json::error_handler_t::replace));
+  (void)post_pod_event(api_, PodEvent{.ns = req.ns,
+                                      .name = req.name,
+                                      .uid = req.uid,
+                                      .type = type,
+                                      .reason = reason,
+                                      .message = message,
+                                      .component = component_});
 }
 
 }  // namespace gapless::k8s
