@@ -236,6 +236,9 @@ class FakeApiServer {
   void handle_event(const httplib::Request& req, httplib::Response& res);
   void handle_node_patch(const httplib::Request& req, httplib::Response& res);
   void handle_pod_patch(const httplib::Request& req, httplib::Response& res);
+  // `ns` is "" for a cluster-scoped kind (nodes).
+  void merge_patch(const httplib::Request& req, httplib::Response& res, Kind kind,
+                   const std::string& ns, const std::string& name);
   void handle_service_proxy(const httplib::Request& req, httplib::Response& res);
   void add_config_map_routes();
   void handle_config_map_write(const httplib::Request& req, httplib::Response& res,

@@ -226,36 +226,18 @@ void FakeApiServer::handle_event(const httplib::Request& req, httplib::Response&
   send_json(res, 201, event);
 }
 
-// RFC 7386 merge patch, as `kubectl patch --type merge` sends it (the node agent's writes).
 void FakeApiServer::handle_node_patch(const httplib::Request& req, httplib::Response& res) {
-  const std::string name = req.matches[1];
-  if (req.get_header_value("Content-Type") != "application/merge-patch+json") {
-    return send_json(res, 415, failure_status(415, "the fake API server takes merge patches only"));
-  }
-  const json patch = json::parse(req.body, nullptr, false);
-  if (!patch.is_object()) {
-    return send_json(res, 400, failure_status(400, "the request body is not a JSON object"));
-  }
-  std::lock_guard lock(mu_);
-  auto it = nodes_.find(name);
-  if (it == nodes_.end()) {
-    return send_json(res, 404,
-                     failure_status(404, "nodes \"" + name + "\" not found",
-                                    {{"name", name}, {"kind", "nodes"}}));
-  }
-  json updated = it->second->obj;
-  updated.merge_patch(patch);
-  // The name is the key; the real server rejects a patch that changes it.
-  if (!updated["metadata"].is_object()) updated["metadata"] = json::object();
-  updated["metadata"]["name"] = name;
-  put_locked(Kind::kNode, std::move(updated), "MODIFIED");
-  send_json(res, 200, nodes_.at(name)->obj);
+  merge_patch(req, res, Kind::kNode, "", req.matches[1]);
 }
 
-// The same for a pod (the device plugin's gapless.io/allocated).
 void FakeApiServer::handle_pod_patch(const httplib::Request& req, httplib::Response& res) {
-  const std::string ns = req.matches[1];
-  const std::string name = req.matches[2];
+  merge_patch(req, res, Kind::kPod, req.matches[1], req.matches[2]);
+}
+
+// RFC 7386 merge patch, as `kubectl patch --type merge` sends it: the node agent's annotation
+// on its Node, and its marks on pods (gapless.io/allocated, gapless.io/share-overuse).
+void FakeApiServer::merge_patch(const httplib::Request& req, httplib::Response& res, Kind kind,
+                                const std::string& ns, const std::string& name) {
   if (req.get_header_value("Content-Type") != "application/merge-patch+json") {
     return send_json(res, 415, failure_status(415, "the fake API server takes merge patches only"));
   }
@@ -263,20 +245,24 @@ void FakeApiServer::handle_pod_patch(const httplib::Request& req, httplib::Respo
   if (!patch.is_object()) {
     return send_json(res, 400, failure_status(400, "the request body is not a JSON object"));
   }
+  const std::string plural = kind == Kind::kNode ? "nodes" : "pods";
+  const std::string key = ns.empty() ? name : ns + "/" + name;
   std::lock_guard lock(mu_);
-  auto it = pods_.find(ns + "/" + name);
-  if (it == pods_.end()) {
-    return send_json(
-        res, 404,
-        failure_status(404, "pods \"" + name + "\" not found", {{"name", name}, {"kind", "pods"}}));
+  Store& objects = store(kind);
+  auto it = objects.find(key);
+  if (it == objects.end()) {
+    return send_json(res, 404,
+                     failure_status(404, plural + " \"" + name + "\" not found",
+                                    {{"name", name}, {"kind", plural}}));
   }
   json updated = it->second->obj;
   updated.merge_patch(patch);
+  // The name (and namespace) is the key; the real server rejects a patch that changes it.
   if (!updated["metadata"].is_object()) updated["metadata"] = json::object();
   updated["metadata"]["name"] = name;
-  updated["metadata"]["namespace"] = ns;
-  put_locked(Kind::kPod, std::move(updated), "MODIFIED");
-  send_json(res, 200, pods_.at(ns + "/" + name)->obj);
+  if (!ns.empty()) updated["metadata"]["namespace"] = ns;
+  put_locked(kind, std::move(updated), "MODIFIED");
+  send_json(res, 200, objects.at(key)->obj);
 }
 
 }  // namespace gapless::test
