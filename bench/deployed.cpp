@@ -66,6 +66,9 @@ Result<SchedulerConfig> parse_scheduler_config(const std::string& text, const st
     }
     if (const YAML::Node profiles = doc["profiles"];
         profiles && profiles.IsSequence() && profiles.size() > 0) {
+      if (profiles[0]["percentageOfNodesToScore"]) {  // a profile's own (v1.26) comes first
+        c.percentage_of_nodes_to_score = profiles[0]["percentageOfNodesToScore"].as<int>();
+      }
       const YAML::Node plugins = profiles[0]["plugins"];
       for (const char* point : {"multiPoint", "score"}) {
         if (!plugins || !plugins[point]) continue;
@@ -386,6 +389,15 @@ bool interested(const SchedulerConfig& c, const TracePod& p) {
 
 }  // namespace
 
+std::size_t feasible_nodes_to_find(int percentage, std::size_t all) {
+  constexpr std::size_t kMinFeasible = 100;  // minFeasibleNodesToFind
+  if (all < kMinFeasible) return all;
+  std::int64_t pct = percentage;
+  if (pct <= 0) pct = std::max<std::int64_t>(50 - static_cast<std::int64_t>(all) / 125, 5);
+  const std::size_t n = all * static_cast<std::size_t>(std::min<std::int64_t>(pct, 100)) / 100;
+  return std::max(n, kMinFeasible);
+}
+
 KubeScheduler::KubeScheduler(const std::vector<model::Node>& nodes, const SchedulerConfig& config,
                              ExtenderPort& extender, std::uint64_t seed)
     : nodes_(nodes),
@@ -408,9 +420,14 @@ std::size_t KubeScheduler::schedule(const TracePod& pod, const std::string& uid,
                                     std::int64_t* granted) {
   *granted = 0;
   feasible_.clear();
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+  const std::size_t all = nodes_.size();
+  const std::size_t to_find = feasible_nodes_to_find(config_.percentage_of_nodes_to_score, all);
+  std::size_t looked = 0;
+  while (looked < all && feasible_.size() < to_find) {
+    const std::size_t i = (next_start_ + looked++) % all;
     if (fits(pod, i)) feasible_.push_back(nodes_[i].name);
   }
+  if (all > 0) next_start_ = (next_start_ + looked) % all;
   const bool ours = config_.has_extender && interested(config_, pod);
   if (ours && config_.filter_verb && !feasible_.empty()) {
     std::vector<std::string> passed;

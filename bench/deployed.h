@@ -3,10 +3,13 @@
 // or any other. Emulated from kube-scheduler v1.26's code (pkg/scheduler/schedule_one.go,
 // framework/plugins/noderesources/, extender.go):
 //
-//  1. Filter: NodeResourcesFit (CPU, memory and nvidia.com/gpu requests against allocatable),
-//     then, if the pod is interested (it names one of the extender's managedResources, or the
-//     list is empty), the extender's filter on the nodes left. No node left: the extender is not
-//     called (findNodesThatPassExtenders).
+//  1. Filter: NodeResourcesFit (CPU, memory and nvidia.com/gpu requests against allocatable)
+//     on the nodes in order from where the last cycle stopped, until numFeasibleNodesToFind
+//     (percentageOfNodesToScore, feasible_nodes_to_find) are found; the next cycle starts after
+//     the last node looked at (nextStartNodeIndex). kube-scheduler checks 16 nodes at a time and
+//     may look at a few more; the emulation looks one by one. Then, if the pod is interested (it
+//     names one of the extender's managedResources, or the list is empty), the extender's filter on
+//     the nodes left. No node left: the extender is not called (findNodesThatPassExtenders).
 //  2. One feasible node: taken, no scoring. Otherwise Score: the enabled in-tree score plugins
 //     that differ between the trace's nodes (NodeResourcesFit with its scoring strategy,
 //     NodeResourcesBalancedAllocation), each 0..100 x its weight, plus the extender's 0..10 x
@@ -52,8 +55,14 @@ struct SchedulerConfig {
   std::int64_t fit_cpu_weight = 1, fit_memory_weight = 1;
   // NodeResourcesBalancedAllocation (weight 0: disabled).
   int balanced_weight = 1;
-  int percentage_of_nodes_to_score = 0;  // as written; the emulation scores every node
+  // As written; 0 (absent): kube-scheduler's adaptive default. 100 looks at every node.
+  int percentage_of_nodes_to_score = 0;
 };
+
+// numFeasibleNodesToFind of kube-scheduler v1.26 (schedule_one.go): how many feasible nodes a
+// cycle looks for among `all` before it stops filtering. Every node below 100 nodes; otherwise
+// `percentage` of them (0: 50 - all/125, at least 5), at least 100.
+std::size_t feasible_nodes_to_find(int percentage, std::size_t all);
 
 Result<SchedulerConfig> load_scheduler_config(const std::string& path);
 Result<SchedulerConfig> parse_scheduler_config(const std::string& yaml, const std::string& source);
@@ -132,6 +141,7 @@ class KubeScheduler {
   std::map<std::string, std::size_t> index_;
   std::vector<std::string> feasible_;
   std::vector<std::int64_t> total_;
+  std::size_t next_start_ = 0;  // nextStartNodeIndex
 };
 
 // One static run (the paper's procedure, replay()) through the emulated kube-scheduler.

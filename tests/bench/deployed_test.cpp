@@ -64,7 +64,86 @@ class Recording : public ExtenderPort {
   std::string last_uid_;
 };
 
+// Records the nodes each filter call is given; passes them all and binds every pod.
+class FilterLog : public ExtenderPort {
+ public:
+  bool filter(const TracePod&, const std::string&, const std::vector<std::string>& nodes,
+              std::vector<std::string>* passed) override {
+    calls.push_back(nodes);
+    *passed = nodes;
+    return true;
+  }
+  bool prioritize(const TracePod&, const std::string&, const std::vector<std::string>& nodes,
+                  std::vector<int>* scores) override {
+    scores->assign(nodes.size(), 0);
+    return true;
+  }
+  bool bind(const TracePod&, const std::string&, const std::string&, std::int64_t* g) override {
+    *g = 0;
+    return true;
+  }
+  void bound_elsewhere(const TracePod&, const std::string&, const std::string&) override {}
+  void deleted(const std::string&) override {}
+  void unschedulable(const TracePod&, const std::string&) override {}
+  std::vector<std::vector<std::string>> calls;
+};
+
+std::vector<model::Node> cpu_nodes(int count) {
+  std::vector<model::Node> nodes(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    nodes[static_cast<std::size_t>(i)].name = "n" + std::to_string(i);
+    nodes[static_cast<std::size_t>(i)].host = {64000, 262144};
+  }
+  return nodes;
+}
+
 }  // namespace
+
+TEST_CASE("percentageOfNodesToScore: how many feasible nodes a cycle looks for (v1.26)",
+          "[bench][deployed]") {
+  CHECK(feasible_nodes_to_find(0, 50) == 50);  // below 100 nodes: all
+  CHECK(feasible_nodes_to_find(10, 99) == 99);
+  CHECK(feasible_nodes_to_find(0, 1000) == 420);   // adaptive: 50 - 1000/125 = 42 %
+  CHECK(feasible_nodes_to_find(0, 5000) == 500);   // 50 - 40 = 10 %
+  CHECK(feasible_nodes_to_find(0, 10000) == 500);  // at least 5 %
+  CHECK(feasible_nodes_to_find(0, 1213) == 497);   // the Alibaba GPU nodes: 41 %
+  CHECK(feasible_nodes_to_find(10, 500) == 100);   // at least 100
+  CHECK(feasible_nodes_to_find(100, 5000) == 5000);
+}
+
+TEST_CASE("the emulated kube-scheduler filters from where the last cycle stopped",
+          "[bench][deployed]") {
+  const auto nodes = cpu_nodes(300);
+  SchedulerConfig c;
+  c.has_extender = c.filter_verb = c.bind_verb = true;
+  FilterLog ext;
+  KubeScheduler ks(nodes, c, ext, 42);
+  TracePod pod;
+  pod.cpu_milli = 100;
+  pod.memory_mib = 100;
+  std::int64_t granted = 0;
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(ks.schedule(pod, "p" + std::to_string(i), &granted) < nodes.size());
+  }
+  // Adaptive at 300 nodes: 48 % = 144 nodes a cycle, each cycle after the last one's.
+  REQUIRE(ext.calls.size() == 3);
+  for (const auto& call : ext.calls) CHECK(call.size() == 144);
+  CHECK(ext.calls[0].front() == "n0");
+  CHECK(ext.calls[0].back() == "n143");
+  CHECK(ext.calls[1].front() == "n144");
+  CHECK(ext.calls[2].front() == "n288");
+  CHECK(ext.calls[2].back() == "n131");  // wrapped around
+
+  // 100 %: every node, in order, every cycle.
+  c.percentage_of_nodes_to_score = 100;
+  FilterLog all;
+  KubeScheduler full(nodes, c, all, 42);
+  for (int i = 0; i < 2; ++i) full.schedule(pod, "q" + std::to_string(i), &granted);
+  for (const auto& call : all.calls) {
+    CHECK(call.size() == 300);
+    CHECK(call.front() == "n0");
+  }
+}
 
 TEST_CASE("the shipped scheduler configuration, as the emulation reads it", "[bench][deployed]") {
   auto c = load_scheduler_config(kSource + "/manifests/scheduler-config.yaml");
