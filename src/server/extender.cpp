@@ -13,6 +13,7 @@
 #include "gapless/k8s/pod_request.h"
 #include "gapless/placement/engine.h"
 #include "gapless/server/log.h"
+#include "pairing_nodes.h"
 #include "wire.h"
 
 namespace gapless::server {
@@ -369,7 +370,9 @@ void Extender::bind_async(std::string body, std::function<void(std::string answe
       }
     }
   }
-  if (!pod || pod->device_classes.empty()) return done(bind_now(body));
+  if (!pod || pod->device_classes.empty() || !runs_gapless_plugin(scheduler_, node)) {
+    return done(bind_now(body));
+  }
   const std::string uid = pod->info.uid;
   auto shared = std::make_shared<std::pair<std::string, std::function<void(std::string)>>>(
       std::move(body), std::move(done));

@@ -10,6 +10,7 @@
 #include "gapless/k8s/device_asks.h"
 #include "gapless/k8s/json_fields.h"
 #include "gapless/server/extender.h"
+#include "pairing_nodes.h"
 
 namespace gapless::server {
 
@@ -42,6 +43,15 @@ PairingFacts facts_of(const nlohmann::json& pod) {
 
 }  // namespace
 
+bool runs_gapless_plugin(const placement::Scheduler& scheduler, const std::string& node) {
+  bool agent = false;
+  scheduler.read([&](const model::Cluster& c) {
+    const model::Node* n = c.find_node(node);
+    agent = n != nullptr && n->source == model::InventorySource::kTopologyAnnotation;
+  });
+  return agent;
+}
+
 void Extender::pairing_pod_event(const std::string& type, const nlohmann::json& pod) {
   if (!pairing_) return;
   const PairingFacts f = facts_of(pod);
@@ -50,7 +60,7 @@ void Extender::pairing_pod_event(const std::string& type, const nlohmann::json& 
   if (type == "DELETED" || f.deleting) return pairing_->close(f.uid, CloseReason::kDeleted);
   if (f.allocated) return pairing_->close(f.uid, CloseReason::kAllocated);
   if (f.started) return pairing_->close(f.uid, CloseReason::kStarted);
-  if (f.node.empty() || !f.recorded) return;
+  if (f.node.empty() || !f.recorded || !runs_gapless_plugin(scheduler_, f.node)) return;
   pairing_->note_bound(f.node, f.uid, f.name, k8s::device_classes(pod));
 }
 

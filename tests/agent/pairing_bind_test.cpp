@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "../k8s/k8s_objects.h"
 #include "fake_api_server.h"
@@ -57,13 +58,31 @@ std::string bind_body(const std::string& name, const std::string& node = "n1") {
       .dump();
 }
 
+// A node known from NVIDIA's GPU feature discovery labels: no gapless-agent, another plugin.
+json gfd_node(const std::string& name) {
+  return {
+      {"kind", "Node"},
+      {"apiVersion", "v1"},
+      {"metadata",
+       {{"name", name},
+        {"resourceVersion", "1"},
+        {"labels",
+         {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}, {"nvidia.com/gpu.count", "8"}}}}},
+      {"status", {{"allocatable", {{"nvidia.com/gpu", "8"}}}}}};
+}
+
 struct Rig {
-  explicit Rig(server::PairingOptions o) {
+  explicit Rig(server::PairingOptions o, bool gfd = false) {
     std::vector<json> pods;
     for (const char* name : {"a", "b", "c"}) {
       pods.push_back(k8s::testing::pod_object(name, std::string("uid-") + name, ""));
     }
-    server.load({k8s::testing::topology_node("n1", 8), k8s::testing::topology_node("n2", 8)}, pods);
+    if (gfd) {
+      server.load({gfd_node("n1"), gfd_node("n2")}, pods);
+    } else {
+      server.load({k8s::testing::topology_node("n1", 8), k8s::testing::topology_node("n2", 8)},
+                  pods);
+    }
     live = std::make_unique<test::KubeExtender>(server, "", o);
     REQUIRE(live->wait([&] { return live->extender().ready(); }));
     for (const auto& p : pods) {
@@ -151,5 +170,23 @@ TEST_CASE("an open pod that never gets allocated expires and lets the next bind 
   rig.extender().bind_async(bind_body("b"), b.sink());
   REQUIRE(b.wait(20s) == std::optional<std::string>(R"({"Error":""})"));
   CHECK_THAT(rig.live->metrics().serialize(), Catch::Contains("gapless_pairing_expired_total 1"));
+}
+
+TEST_CASE("binds to a node without gapless-agent (GFD labels) are never held", "[pairing]") {
+  // Nothing there would mark a pod allocated: a bind alike goes at once, and the bound pod is
+  // not kept open (it would expire with an error after --pairing-timeout).
+  Rig rig(server::PairingOptions{std::chrono::milliseconds(20000), std::chrono::milliseconds(300)},
+          true);
+  Answer a, b;
+  rig.extender().bind_async(bind_body("a"), a.sink());
+  REQUIRE(a.wait(20s) == std::optional<std::string>(R"({"Error":""})"));
+  rig.extender().bind_async(bind_body("b"), b.sink());
+  REQUIRE(b.wait(20s) == std::optional<std::string>(R"({"Error":""})"));
+  CHECK(rig.server.bindings().size() == 2);
+  // The informer sees both bound and Pending: still nothing opens, nothing expires.
+  std::this_thread::sleep_for(600ms);
+  const std::string metrics = rig.live->metrics().serialize();
+  CHECK_THAT(metrics, Catch::Contains("gapless_pairing_waits_total 0"));
+  CHECK_THAT(metrics, Catch::Contains("gapless_pairing_expired_total 0"));
 }
 #endif
