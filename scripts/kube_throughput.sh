@@ -6,10 +6,16 @@
 # and a Release gapless-extender.
 #
 #   scripts/kube_throughput.sh K8S_BIN_DIR build-rel/gapless-extender [NODES] [PODS] [BURSTS]
+#   RUNS="defaults full gapless" CONFIGS="a.yaml b.yaml" scripts/kube_throughput.sh ...
 #
 # Everything runs on 127.0.0.1 from a temporary directory: etcd, the API server (token auth,
-# no admission of service accounts), NODES fake Nodes x 8 GPUs, then kube-scheduler twice: with
-# no extender, and with manifests/scheduler-config.yaml pointing at gapless-extender.
+# no admission of service accounts), NODES fake Nodes x 8 GPUs, then kube-scheduler once per run
+# in RUNS (default "full gapless"): "defaults", no extender and kube-scheduler's default
+# configuration (adaptive percentageOfNodesToScore); "full", no extender and
+# percentageOfNodesToScore: 100; "gapless", manifests/scheduler-config.yaml pointing at
+# gapless-extender. Each file in CONFIGS is a further run with Gapless (a variant of the shipped
+# configuration; its extender urlPrefix is pointed at the test's extender), labelled by its name.
+# kube-scheduler's own metrics are scraped after each run (its extension point durations).
 set -euo pipefail
 bin=${1:?kube binaries dir}; ext=${2:?gapless-extender}; nodes=${3:-1000}; pods=${4:-200}
 bursts=${5:-4}
@@ -47,20 +53,43 @@ curl -sk -H "Authorization: Bearer e2etoken" -H "Content-Type: application/json"
   -d '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"gapless-system"}}' \
   https://127.0.0.1:6443/api/v1/namespaces >/dev/null  # where the extender writes its claims
 conn="clientConnection: {kubeconfig: $dir/kubeconfig, qps: 200, burst: 400}"
-printf '%s\n' "apiVersion: kubescheduler.config.k8s.io/v1" "kind: KubeSchedulerConfiguration" \
-  "$conn" "leaderElection: {leaderElect: false}" "percentageOfNodesToScore: 100" \
-  "profiles: [{schedulerName: gapless-scheduler}]" > none.yaml
-sed -e "s|^leaderElection:.*|$conn\nleaderElection: {leaderElect: false}|" \
-  -e 's|http://127.0.0.1:8888|http://127.0.0.1:8899|' \
-  "$repo/manifests/scheduler-config.yaml" > gapless.yaml
-run() {  # label config
-  "$bin/kube-scheduler" --config "$2" --secure-port=0 > "$1.log" 2>&1 & local s=$!
+plain() {  # [percentage line]
+  printf '%s\n' "apiVersion: kubescheduler.config.k8s.io/v1" "kind: KubeSchedulerConfiguration" \
+    "$conn" "leaderElection: {leaderElect: false}" "$@" \
+    "profiles: [{schedulerName: gapless-scheduler}]"
+}
+plain > defaults.yaml
+plain "percentageOfNodesToScore: 100" > full.yaml
+with_gapless() {  # config file
+  sed -e "s|^leaderElection:.*|$conn\nleaderElection: {leaderElect: false}|" \
+    -e 's|http://127.0.0.1:8888|http://127.0.0.1:8899|' "$1"
+}
+with_gapless "$repo/manifests/scheduler-config.yaml" > gapless.yaml
+runs=(${RUNS:-full gapless})
+for c in ${CONFIGS:-}; do
+  label=$(basename "$c" .yaml); with_gapless "$c" > "$label.yaml"; runs+=("$label")
+done
+extender_started=
+run() {  # label: config file $label.yaml
+  if [ -z "$extender_started" ] && grep -q '^extenders:' "$1.yaml"; then
+    "$ext" --kubeconfig kubeconfig --listen 127.0.0.1:8899 > extender.log 2>&1 & pids+=($!)
+    until curl -sf 127.0.0.1:8899/readyz >/dev/null; do sleep 1; done
+    extender_started=1
+  fi
+  "$bin/kube-scheduler" --config "$1.yaml" --secure-port=10259 --bind-address=127.0.0.1 \
+    --cert-dir="$dir/scheduler-certs" --authorization-always-allow-paths=/healthz,/metrics \
+    > "$1.log" 2>&1 & local s=$!
   sleep 5
   $py bursts "$pods" "$bursts" "$1"
+  # Where kube-scheduler's time went: seconds summed per extension point over the run.
+  curl -sk https://127.0.0.1:10259/metrics 2>/dev/null |
+    awk -v l="$1" '/^scheduler_framework_extension_point_duration_seconds_sum/ {
+      match($0, /extension_point="[A-Za-z]+"/); p = substr($0, RSTART + 17, RLENGTH - 18)
+      t[p] += $2 } END { s = l ": kube-scheduler seconds per extension point:"
+      for (p in t) s = s " " p "=" sprintf("%.2f", t[p]); print s }'
   kill $s; wait $s 2>/dev/null || true
 }
-run none none.yaml
-"$ext" --kubeconfig kubeconfig --listen 127.0.0.1:8899 > extender.log 2>&1 & pids+=($!)
-until curl -sf 127.0.0.1:8899/readyz >/dev/null; do sleep 1; done
-run gapless gapless.yaml
-curl -s 127.0.0.1:8899/metrics | grep -E '^gapless_extender_request_duration_seconds_(sum|count)'
+for r in "${runs[@]}"; do run "$r"; done
+if [ -n "$extender_started" ]; then
+  curl -s 127.0.0.1:8899/metrics | grep -E '^gapless_extender_request_duration_seconds_(sum|count)'
+fi
