@@ -143,7 +143,13 @@ TEST_CASE("without claims, an old leader's late Binding double-books GPUs (why c
   CHECK(schedule(b, pods[1]) == "");  // b's model does not know what a reserved
   // The record on the watch wins over a's reservation of the same GPUs: dropped and counted.
   CHECK(test::eventually([&] { return a.sync().reservations_dropped() == 1; }, 20s));
-  CHECK_THAT(a.extender().metrics_text(), Catch::Contains("gapless_reservation_conflicts_total 1"));
+  // The counter moves under the model's lock, the metric when the drop is handed on after it.
+  CHECK(test::eventually(
+      [&] {
+        return a.extender().metrics_text().find("gapless_reservation_conflicts_total 1") !=
+               std::string::npos;
+      },
+      20s));
   server.release_held();
   old_leader.join();
   CHECK(a_error == "");  // the API server knows nothing of GPUs: the Binding lands
