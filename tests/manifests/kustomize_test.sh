@@ -5,8 +5,7 @@
 #   - with a gapless-extender binary as $1: the policy passes --check-policy, and the binary accepts
 #     the arguments the Deployment passes it; gapless-agent beside it accepts the DaemonSet's;
 #   - `kubectl kustomize manifests/` builds and holds the expected objects, and the generated
-#     KubeSchedulerConfiguration has nodeCacheCapable and the bind verb, and leaves
-#     percentageOfNodesToScore to kube-scheduler's adaptive default;
+#     KubeSchedulerConfiguration has nodeCacheCapable, the bind verb and percentageOfNodesToScore 100;
 #   - with python3 + PyYAML: the objects fit together (ConfigMap names, mounts, lease, probes,
 #     security context, Service selector, RBAC subjects; the agent DaemonSet's identity, RBAC,
 #     NODE_NAME and tolerations).
@@ -70,7 +69,7 @@ expect_kind PodDisruptionBudget 1 1
 
 # The scheduler configuration, as text inside its ConfigMap (indented under data).
 for line in 'kind: KubeSchedulerConfiguration' 'nodeCacheCapable: true' 'bindVerb: bind' \
-            '- schedulerName: gapless-scheduler'; do
+            'percentageOfNodesToScore: 100' '- schedulerName: gapless-scheduler'; do
   if grep -Eq "^ +${line}( |$)" "$tmp/out.yaml"; then ok "scheduler config: $line"; else bad "scheduler config lacks '$line'"; fi
 done
 
@@ -107,7 +106,7 @@ policy_text = cms.get("gapless-policy", {}).get("data", {}).get("policy.yaml")
 check(policy_text == open(f"{root}/policies/default.yaml").read(), "gapless-policy holds policies/default.yaml")
 
 check(cfg.get("apiVersion") == "kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration v1")
-check("percentageOfNodesToScore" not in cfg, "percentageOfNodesToScore left to kube-scheduler (adaptive)")
+check(cfg.get("percentageOfNodesToScore") == 100, "percentageOfNodesToScore: 100")
 check([p.get("schedulerName") for p in cfg.get("profiles", [])] == ["gapless-scheduler"], "profile gapless-scheduler")
 ext = cfg.get("extenders", [])
 check(len(ext) == 1, "one extender")
