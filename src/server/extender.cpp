@@ -457,13 +457,12 @@ std::string Extender::bind_now(std::string_view body) {
     return error_only("cannot bind " + who + " to " + *node + ": " + placed.error());
   }
   if (reserved && holds_gpus) {
-    annotations[std::string(k8s::kAllocationAnnotation)] = k8s::encode_allocation_record(*reserved);
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     scheduler_.read([&](const model::Cluster& c) {
-      const model::Node* n = c.find_node(*node);
-      if (n == nullptr) return;  // removed meanwhile: the binder's answer decides
+      const model::Node* n = c.find_node(*node);  // with it, MIG entries name their GPU's UUID
       annotations[std::string(k8s::kAllocationAnnotation)] =
           k8s::encode_allocation_record(*reserved, n);
+      if (n == nullptr) return;  // removed meanwhile: the binder's answer decides
       for (auto& [k, v] : k8s::gpushare_annotations(
                *reserved, *n, std::chrono::duration_cast<std::chrono::nanoseconds>(now).count())) {
         annotations[k] = v;
