@@ -24,6 +24,10 @@ using namespace gapless;
 
 namespace {
 
+// Binds that may wait for a bind thread; beyond, a bind is answered with an Error at once. A
+// waiting bind holds its body (a few hundred bytes) and its connection.
+constexpr std::size_t kMaxQueuedBinds = 1024;
+
 bool split_listen(const std::string& listen, std::string* host, int* port) {
   const auto colon = listen.rfind(':');
   if (colon == std::string::npos) return false;
@@ -77,6 +81,7 @@ int main(int argc, char** argv) {
   int write_timeout = 30;
   std::size_t workers = server::default_workers();
   std::size_t max_queue = 64;
+  std::size_t bind_threads = 16;
   int request_timeout = 10;
   std::size_t max_connections = 1024;
   std::size_t max_connections_per_peer = 256;
@@ -136,6 +141,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--workers", workers, "threads answering requests")
       ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--bind-threads", bind_threads,
+                 "threads that run binds (they mostly wait for the API server), so binds hold no "
+                 "worker; 0: binds run on the workers")
+      ->check(CLI::Range(0, 4096))
       ->capture_default_str();
   app.add_option("--max-queue", max_queue,
                  "connections that may wait for a busy worker; beyond, requests are answered at "
@@ -270,6 +280,7 @@ int main(int argc, char** argv) {
   k8s::Binder& binder = kube ? kube->binder() : static_cast<k8s::Binder&>(memory_binder);
   server::Extender extender(std::move(cluster), std::move(policy), binder, metrics);
   for (const k8s::ParsedPod& p : file_pods) extender.scheduler().observe(p.info, p.request);
+  if (bind_threads > 0) extender.enable_bind_threads(bind_threads, kMaxQueuedBinds);
   // Prepares the cache for the shapes asked most, now and after every mix or policy change, so
   // first pods are not the ones paying for every node (docs/extender-flags-and-routes.md, /readyz).
   server::ScoreWarmer warmer(extender.scheduler(), [&extender] { return extender.ready(); });
@@ -324,7 +335,7 @@ int main(int argc, char** argv) {
         continue;
       }
       server::log_info("stopping on signal " + std::to_string(sig));
-      extender.stop_pairing();  // answers the binds waiting for the gate
+      extender.stop_binds();  // answers the binds waiting (gate, bind threads); running ones end
       http.stop();
       return;
     }

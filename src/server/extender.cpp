@@ -1,11 +1,13 @@
 #include "gapless/server/extender.h"
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <future>
 #include <memory>
 #include <optional>
 #include <unordered_set>
+#include <utility>
 
 #include "args_reader.h"
 #include "explain_json.h"
@@ -15,6 +17,7 @@
 #include "gapless/server/log.h"
 #include "pairing_nodes.h"
 #include "wire.h"
+#include "worker_pool.h"
 
 namespace gapless::server {
 
@@ -126,6 +129,13 @@ Extender::Extender(model::Cluster cluster, placement::Policy policy, Binder& bin
     : scheduler_(std::move(cluster), std::move(policy), placement::SchedulerOptions{false}),
       binder_(binder),
       metrics_(metrics) {}
+
+Extender::~Extender() {
+  // The gate first: a bind it releases now still finds the bind threads. Then the threads: binds
+  // waiting for one are answered by their guards, running ones finish while the model, the
+  // binder and the gate (their close) still stand.
+  stop_binds();
+}
 
 void Extender::set_policy(placement::Policy policy) {
   scheduler_.set_policy(std::move(policy));
@@ -355,6 +365,51 @@ std::string Extender::bind(std::string_view body) {
   return later.get();
 }
 
+void Extender::enable_bind_threads(std::size_t threads, std::size_t max_queue) {
+  bind_threads_ = std::make_unique<WorkerPool>(std::max<std::size_t>(threads, 1), max_queue);
+}
+
+void Extender::stop_binds() {
+  stop_pairing();
+  if (bind_threads_) bind_threads_->stop();
+}
+
+namespace {
+
+// A bind handed to the bind threads. Answers exactly once: with the bind's answer, or, when the
+// job is dropped unrun (the threads stopped), with an Error kube-scheduler retries.
+class QueuedBind {
+ public:
+  QueuedBind(std::string body, std::function<void(std::string)> done)
+      : body_(std::move(body)), done_(std::move(done)) {}
+  ~QueuedBind() {
+    if (done_) done_(error_only("gapless is shutting down; kube-scheduler will retry the pod"));
+  }
+  QueuedBind(const QueuedBind&) = delete;
+  QueuedBind& operator=(const QueuedBind&) = delete;
+  const std::string& body() const { return body_; }
+  void answer(std::string a) { std::exchange(done_, nullptr)(std::move(a)); }
+
+ private:
+  std::string body_;
+  std::function<void(std::string)> done_;
+};
+
+}  // namespace
+
+void Extender::run_bind(std::string body, std::function<void(std::string answer)> done) {
+  if (!bind_threads_) return done(bind_now(body));
+  auto queued = std::make_shared<QueuedBind>(std::move(body), std::move(done));
+  std::function<void()> job = [this, queued] { queued->answer(bind_now(queued->body())); };
+  if (bind_threads_->try_submit(job)) return;
+  metrics_.count_bind("error");
+  metrics_.observe_request("bind", false, 0);
+  if (bind_threads_->stopped()) return;  // the guard answers: shutting down
+  queued->answer(error_only("gapless has " + std::to_string(bind_threads_->max_queue()) +
+                            " binds waiting for a bind thread (--bind-threads); kube-scheduler "
+                            "will retry the pod"));
+}
+
 void Extender::bind_async(std::string body, std::function<void(std::string answer)> done) {
   // What the gate needs: the pod, its node and its classes (remembered at filter). Anything
   // missing: bind_now answers it as before (an Error, or a pod without device requests).
@@ -371,7 +426,7 @@ void Extender::bind_async(std::string body, std::function<void(std::string answe
     }
   }
   if (!pod || pod->device_classes.empty() || !runs_gapless_plugin(scheduler_, node)) {
-    return done(bind_now(body));
+    return run_bind(std::move(body), std::move(done));
   }
   const std::string uid = pod->info.uid;
   auto shared = std::make_shared<std::pair<std::string, std::function<void(std::string)>>>(
@@ -379,12 +434,13 @@ void Extender::bind_async(std::string body, std::function<void(std::string answe
   pairing_->admit(
       node, uid, pod_key(pod->info), pod->device_classes,
       [this, shared, uid] {
-        std::string answer = bind_now(shared->first);
-        bool bound = false;
-        scheduler_.read([&](const model::Cluster& c) { bound = c.allocation(uid) != nullptr; });
-        // Not bound by this call (or an earlier one): the node will never see it from us.
-        if (!bound) pairing_->close(uid, placement::CloseReason::kBindFailed);
-        shared->second(std::move(answer));
+        run_bind(std::move(shared->first), [this, shared, uid](std::string answer) {
+          bool bound = false;
+          scheduler_.read([&](const model::Cluster& c) { bound = c.allocation(uid) != nullptr; });
+          // Not bound by this call (or an earlier one): the node will never see it from us.
+          if (!bound) pairing_->close(uid, placement::CloseReason::kBindFailed);
+          shared->second(std::move(answer));
+        });
       },
       [this, shared](const std::string& why) {
         metrics_.count_bind("error");

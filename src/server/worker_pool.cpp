@@ -10,8 +10,19 @@ WorkerPool::WorkerPool(std::size_t workers, std::size_t max_queue) : max_queue_(
 }
 
 WorkerPool::~WorkerPool() {
+  stop();
+}
+
+void WorkerPool::stop() {
   shutdown();
-  for (std::thread& t : threads_) t.join();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+bool WorkerPool::stopped() const {
+  std::lock_guard lock(mu_);
+  return shutdown_;
 }
 
 bool WorkerPool::try_submit(std::function<void()>& job) {

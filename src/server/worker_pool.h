@@ -27,6 +27,9 @@ class WorkerPool {
   // Destroys the queued jobs unrun (their connections close unanswered) and refuses new ones;
   // running jobs finish. Idempotent.
   void shutdown();
+  // shutdown(), then waits for the running jobs. Call from outside the pool's threads.
+  void stop();
+  bool stopped() const;
 
   std::size_t queued() const;
   std::size_t busy() const;

@@ -41,9 +41,12 @@ using k8s::Binder;
 using k8s::BindRequest;
 using k8s::InMemoryBinder;
 
+class WorkerPool;  // server/worker_pool.h
+
 class Extender {
  public:
   Extender(model::Cluster cluster, placement::Policy policy, Binder& binder, Metrics& metrics);
+  ~Extender();  // stops the gate, then the bind threads: what they still hold is answered
   Extender(const Extender&) = delete;
   Extender& operator=(const Extender&) = delete;
 
@@ -77,6 +80,18 @@ class Extender {
   // Answers every parked bind with an Error, and later binds the gate would hold at once.
   // Idempotent.
   void stop_pairing();
+
+  // Runs binds on `threads` threads of their own, at most `max_queue` waiting for one (more:
+  // answered with an Error at once, and kube-scheduler retries the pod). A bind spends most of
+  // its time waiting for the API server (claims, Binding); on the caller's thread it would hold
+  // one of the HTTP workers that answer filter and prioritize, and kube-scheduler binds many
+  // pods at once (--bind-threads). Off by default: binds run on the caller's thread. Call
+  // before serving.
+  void enable_bind_threads(std::size_t threads, std::size_t max_queue);
+  // Stops the gate (stop_pairing), answers the binds waiting for a bind thread with an Error and
+  // waits for the running ones; later binds are answered with an Error. Call while the HTTP
+  // server still delivers answers, from a thread that is not a bind thread. Idempotent.
+  void stop_binds();
 
   // POST /debug/explain: for an ExtenderArgs (as filter takes), per node the filter verdict and
   // reason, the engine score's terms, the raw and 0..10 scores, and what bind would give the pod
@@ -162,6 +177,8 @@ class Extender {
 
   // The bind itself (re-check, reserve, Binding), once the gate let it go.
   std::string bind_now(std::string_view body);
+  // bind_now on a bind thread (enable_bind_threads), else here; `done` is called exactly once.
+  void run_bind(std::string body, std::function<void(std::string answer)> done);
 
   placement::Scheduler scheduler_;
   k8s::NodeClaims* claims_ = nullptr;
@@ -170,6 +187,8 @@ class Extender {
   Binder& binder_;
   Metrics& metrics_;
   PendingPods pending_;
+  // Stopped in ~Extender after the gate, before anything its binds use goes.
+  std::unique_ptr<WorkerPool> bind_threads_;
   // Last: destroyed first, its parked binds answered while the rest still stands.
   std::unique_ptr<PairingWaits> pairing_;
   ShareOveruseMarks overuse_;  // the GPU map's over-use marks (sync_hooks feeds them)
