@@ -82,13 +82,6 @@ std::string claims_object_name(const std::string& node) {
 
 // ---- KubeNodeClaims ----------------------------------------------------------------------------
 
-struct KubeNodeClaims::Object {
-  std::string node, name;
-  bool exists = false;
-  std::string resource_version;
-  std::vector<Claim> claims;
-};
-
 KubeNodeClaims::KubeNodeClaims(ApiTransport& api, ClaimOptions options)
     : api_(api), options_(std::move(options)) {}
 
@@ -124,6 +117,24 @@ Result<KubeNodeClaims::Object> KubeNodeClaims::read(const std::string& node) {
   return obj;
 }
 
+Result<KubeNodeClaims::Object> KubeNodeClaims::remembered_or_read(const std::string& node) {
+  {
+    std::lock_guard lock(remembered_mu_);
+    if (auto it = remembered_.find(node); it != remembered_.end()) return it->second;
+  }
+  return read(node);
+}
+
+void KubeNodeClaims::remember(const std::string& node, std::optional<Object> obj) {
+  std::lock_guard lock(remembered_mu_);
+  if (!obj) {
+    remembered_.erase(node);
+    return;
+  }
+  if (remembered_.size() >= kMaxRemembered && remembered_.count(node) == 0) remembered_.clear();
+  remembered_[node] = std::move(*obj);
+}
+
 Status KubeNodeClaims::write(const Object& obj, const std::vector<Claim>& claims, bool* conflict) {
   json meta = {{"name", obj.name},
                {"namespace", options_.ns},
@@ -137,9 +148,22 @@ Status KubeNodeClaims::write(const Object& obj, const std::vector<Claim>& claims
   Result<ApiResponse> r = obj.exists
                               ? api_.call("PUT", base + "/" + url_encode(obj.name), body.dump())
                               : api_.call("POST", base, body.dump());
+  if (!r.ok() || !r->ok()) remember(obj.node, std::nullopt);
   if (!r.ok()) return Error{"writing claims of node " + obj.node + ": " + r.error()};
-  if (r->ok()) return Status::Ok();
-  *conflict = r->status == 409;  // another writer got there first (update or create)
+  if (r->ok()) {
+    // The answer is the object as written: its new resourceVersion is the next precondition.
+    const json written = json::parse(r->body, nullptr, /*allow_exceptions=*/false);
+    const json* meta = field(written, "metadata");
+    const std::string rv = meta != nullptr ? string_field(*meta, "resourceVersion") : "";
+    if (rv.empty()) {
+      remember(obj.node, std::nullopt);  // no precondition to write with: read next time
+    } else {
+      remember(obj.node, Object{obj.node, obj.name, true, rv, claims});
+    }
+    return Status::Ok();
+  }
+  // Another writer got there first (update or create), or deleted the object since we read it.
+  *conflict = r->status == 409 || (obj.exists && r->status == 404);
   return Error{"writing claims of node " + obj.node + ": " + api_error(*r)};
 }
 
@@ -189,36 +213,111 @@ void KubeNodeClaims::release(const model::Allocation& ours) {
   }
 }
 
+// One claim waiting for its node's writer: the claim, its check, and (once written or refused)
+// the outcome. Lives on the claiming thread's stack while it waits.
+struct KubeNodeClaims::Waiter {
+  Claim mine;
+  const ClaimCheck& check;
+  std::optional<Status> outcome;
+};
+
 Status KubeNodeClaims::claim(const model::Allocation& ours, const ClaimCheck& check) {
-  const Claim mine{
-      ours.pod_uid, ours.pod_ns, ours.pod_name, options_.holder, encode_allocation_record(ours), 0};
-  for (int attempt = 0; attempt < options_.attempts; ++attempt) {
-    Result<Object> obj = read(ours.node);
-    if (!obj.ok()) return Error{obj.error()};
-    const std::int64_t t = now();
-    // Expired claims and our own previous claim for this pod are dropped.
-    std::erase_if(obj->claims, [&](const Claim& c) {
-      return t - c.at_ms >= options_.ttl.count() || same_entry(c, mine.uid, mine.holder);
-    });
-    Status verdict = judge(*obj, mine, check, /*probe=*/false);
-    if (!verdict.ok() || obj->claims.size() >= options_.max_claims) {
-      // Some claims in the way may be dead: read their pods back, then judge again.
-      verdict = judge(*obj, mine, check, /*probe=*/true);
-      if (!verdict.ok()) return verdict;
-      if (obj->claims.size() >= options_.max_claims) {
-        return Error{"node " + ours.node + " has " + std::to_string(obj->claims.size()) +
-                     " live claims (the most is " + std::to_string(options_.max_claims) + ")"};
+  Waiter me{{ours.pod_uid, ours.pod_ns, ours.pod_name, options_.holder,
+             encode_allocation_record(ours), 0},
+            check,
+            std::nullopt};
+  std::unique_lock lock(writers_mu_);
+  writers_[ours.node].waiting.push_back(&me);
+  for (;;) {
+    if (me.outcome) return *me.outcome;
+    NodeWriter& w = writers_[ours.node];
+    if (!w.writing) break;
+    writers_cv_.wait(lock);
+  }
+  // This thread writes for every claim on the node that waits now, its own among them.
+  NodeWriter& w = writers_[ours.node];
+  w.writing = true;
+  std::vector<Waiter*> batch;
+  batch.swap(w.waiting);
+  lock.unlock();
+  std::vector<Status> outcomes = write_claims(ours.node, batch);
+  lock.lock();
+  for (std::size_t i = 0; i < batch.size(); ++i) batch[i]->outcome = std::move(outcomes[i]);
+  NodeWriter& after = writers_[ours.node];
+  after.writing = false;  // the next waiter, if any, writes the next batch
+  if (after.waiting.empty()) writers_.erase(ours.node);
+  writers_cv_.notify_all();
+  return *me.outcome;
+}
+
+std::size_t KubeNodeClaims::waiting_claims(const std::string& node) const {
+  std::lock_guard lock(writers_mu_);
+  auto it = writers_.find(node);
+  return it == writers_.end() ? 0 : it->second.waiting.size();
+}
+
+std::vector<Status> KubeNodeClaims::write_claims(const std::string& node,
+                                                 const std::vector<Waiter*>& batch) {
+  std::vector<std::optional<Status>> out(batch.size());
+  auto undecided = [&] {
+    return std::any_of(out.begin(), out.end(), [](const auto& o) { return !o.has_value(); });
+  };
+  for (int attempt = 0; attempt < options_.attempts && undecided(); ++attempt) {
+    // First over what we last wrote; after a conflict over what is there now.
+    Result<Object> obj = attempt == 0 ? remembered_or_read(node) : read(node);
+    if (!obj.ok()) {
+      for (auto& o : out) {
+        if (!o) o = Error{obj.error()};
       }
+      break;
     }
+    const std::int64_t t = now();
+    // Expired claims and our own previous claims for these pods are dropped.
+    std::erase_if(obj->claims, [&](const Claim& c) {
+      return t - c.at_ms >= options_.ttl.count() ||
+             std::any_of(batch.begin(), batch.end(), [&](const Waiter* w) {
+               return same_entry(c, w->mine.uid, w->mine.holder);
+             });
+    });
+    std::vector<std::size_t> adding;  // indexes into batch judged to fit, in order
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (out[i]) continue;
+      Status verdict = judge(*obj, batch[i]->mine, batch[i]->check, /*probe=*/false);
+      const auto full = [&] { return obj->claims.size() + adding.size() >= options_.max_claims; };
+      if (!verdict.ok() || full()) {
+        // Some claims in the way may be dead: read their pods back, then judge again.
+        verdict = judge(*obj, batch[i]->mine, batch[i]->check, /*probe=*/true);
+        if (verdict.ok() && full()) {
+          verdict =
+              Error{"node " + node + " has " + std::to_string(obj->claims.size() + adding.size()) +
+                    " live claims (the most is " + std::to_string(options_.max_claims) + ")"};
+        }
+        if (!verdict.ok()) {
+          out[i] = std::move(verdict);
+          continue;
+        }
+      }
+      adding.push_back(i);
+    }
+    if (adding.empty()) break;
     std::vector<Claim> next = obj->claims;
-    next.push_back(mine);
-    next.back().at_ms = t;
+    for (std::size_t i : adding) {
+      next.push_back(batch[i]->mine);
+      next.back().at_ms = t;
+    }
     bool conflict = false;
     Status s = write(*obj, next, &conflict);
-    if (s.ok() || !conflict) return s;
+    if (s.ok() || !conflict) {
+      for (std::size_t i : adding) out[i] = s;
+    }
   }
-  return Error{"claims of node " + ours.node + " kept changing under us (" +
-               std::to_string(options_.attempts) + " conflicting writes)"};
+  std::vector<Status> decided;
+  for (auto& o : out) {
+    decided.push_back(o ? std::move(*o)
+                        : Error{"claims of node " + node + " kept changing under us (" +
+                                std::to_string(options_.attempts) + " conflicting writes)"});
+  }
+  return decided;
 }
 
 }  // namespace gapless::k8s

@@ -4,10 +4,15 @@
 
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <set>
+#include <thread>
+#include <vector>
 
+#include "eventually.h"
 #include "fake_api_server.h"
 #include "gapless/k8s/allocation_record.h"
+#include "gate.h"
 #include "k8s_objects.h"
 
 using namespace gapless;
@@ -52,9 +57,16 @@ class Interleaving final : public k8s::ApiTransport {
  public:
   explicit Interleaving(k8s::ApiTransport& inner) : inner_(inner) {}
   std::function<void()> before_put;
+  std::map<std::string, int> calls;  // requests sent, by method
+  test::Gate* hold_puts = nullptr;   // when set, every PUT waits there first
   Result<k8s::ApiResponse> call(const std::string& method, const std::string& path,
                                 const std::string& body, const std::string& type) override {
     if (method == "PUT" && before_put) std::exchange(before_put, nullptr)();
+    if (method == "PUT" && hold_puts != nullptr) hold_puts->pass();
+    {
+      std::lock_guard lock(mu_);
+      ++calls[method];
+    }
     return inner_.call(method, path, body, type);
   }
   Result<int> watch(const std::string& path,
@@ -64,6 +76,7 @@ class Interleaving final : public k8s::ApiTransport {
 
  private:
   k8s::ApiTransport& inner_;
+  std::mutex mu_;
 };
 
 }  // namespace
@@ -223,4 +236,83 @@ TEST_CASE("an unreadable claim object blocks claims on its node with a clear err
   Status s = a.claim(ours, disjoint_from(ours));
   REQUIRE_FALSE(s.ok());
   CHECK_THAT(s.error(), Catch::Contains("unreadable") && Catch::Contains("delete it"));
+}
+
+TEST_CASE("a replica writes over its own last write without reading; a stale memory costs a read",
+          "[k8s][claims]") {
+  test::FakeApiServer server;
+  k8s::ApiClient api(server.client_config());
+  Interleaving counted(api);
+  k8s::KubeNodeClaims a(counted, options("replica-a"));
+  k8s::KubeNodeClaims b(api, options("replica-b"));
+  auto claim = [](k8s::KubeNodeClaims& who, const model::Allocation& p) {
+    return who.claim(p, disjoint_from(p));
+  };
+  REQUIRE(claim(a, whole("u1", "n1", {0})).ok());  // read (absent), create
+  CHECK(counted.calls == std::map<std::string, int>{{"GET", 1}, {"POST", 1}});
+  counted.calls.clear();
+  REQUIRE(claim(a, whole("u2", "n1", {1})).ok());
+  REQUIRE(claim(a, whole("u3", "n1", {2})).ok());
+  CHECK(counted.calls == std::map<std::string, int>{{"PUT", 2}});  // no read
+  CHECK(stored(server, "n1").size() == 3);
+  counted.calls.clear();
+
+  SECTION("another replica wrote since: the write fails its precondition, then reads and judges") {
+    server.add_pod(k8s::testing::pod_object("pod-u8", "u8", ""));
+    REQUIRE(claim(b, whole("u8", "n1", {4})).ok());
+    Status refused = claim(a, whole("u4", "n1", {4, 5}));
+    REQUIRE_FALSE(refused.ok());
+    CHECK_THAT(refused.error(), Catch::Contains("GPU 4 taken"));
+    // The write (409), the object, then u8's pod (is the claim in the way alive?).
+    CHECK(counted.calls == std::map<std::string, int>{{"GET", 2}, {"PUT", 1}});
+    REQUIRE(claim(a, whole("u5", "n1", {5})).ok());  // beside b's, over a fresh read
+    CHECK(stored(server, "n1").size() == 5);
+  }
+  SECTION("the object was deleted since (an operator): the write reads again and creates it") {
+    REQUIRE(api.call("DELETE", "/api/v1/namespaces/gapless-system/configmaps/gapless-claims-n1", "",
+                     "application/json")
+                ->ok());
+    REQUIRE(claim(a, whole("u4", "n1", {4})).ok());
+    CHECK(counted.calls == std::map<std::string, int>{{"GET", 1}, {"POST", 1}, {"PUT", 1}});
+    REQUIRE(stored(server, "n1").size() == 1);
+    CHECK(stored(server, "n1")[0].uid == "u4");
+  }
+}
+
+TEST_CASE("claims on one node made while its write is in flight go in the next write, each judged",
+          "[k8s][claims]") {
+  test::FakeApiServer server;
+  k8s::ApiClient api(server.client_config());
+  Interleaving counted(api);
+  k8s::KubeNodeClaims a(counted, options("replica-a"));
+  k8s::KubeNodeClaims b(api, options("replica-b"));
+  server.add_pod(k8s::testing::pod_object("pod-u8", "u8", ""));
+  const model::Allocation theirs = whole("u8", "n1", {4});
+  REQUIRE(b.claim(theirs, disjoint_from(theirs)).ok());  // the object exists: writes are PUTs
+
+  test::Gate gate;
+  counted.hold_puts = &gate;
+  const std::vector<model::Allocation> ours = {whole("u1", "n1", {0}), whole("u2", "n1", {4}),
+                                               whole("u3", "n1", {5})};
+  std::vector<Status> outcomes(ours.size(), Status::Ok());
+  {
+    std::vector<std::jthread> claiming;
+    auto start = [&](std::size_t i) {
+      claiming.emplace_back([&, i] { outcomes[i] = a.claim(ours[i], disjoint_from(ours[i])); });
+    };
+    test::OpenOnExit opener{gate};
+    start(0);
+    REQUIRE(test::eventually([&] { return gate.entered() == 1; }));  // u1's write is in flight
+    start(1);
+    start(2);
+    REQUIRE(test::eventually([&] { return a.waiting_claims("n1") == 2; }));  // u2, u3 wait for it
+  }
+  CHECK(outcomes[0].ok());
+  REQUIRE_FALSE(outcomes[1].ok());  // GPU 4 is b's
+  CHECK_THAT(outcomes[1].error(), Catch::Contains("GPU 4 taken"));
+  CHECK(outcomes[2].ok());
+  CHECK(counted.calls["PUT"] == 2);  // u1's, then u3's (u2's judged out)
+  std::set<std::string> uids;
+  for (const auto& c : stored(server, "n1")) uids.insert(c.uid);
+  CHECK(uids == std::set<std::string>{"u1", "u3", "u8"});
 }

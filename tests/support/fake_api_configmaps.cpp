@@ -1,5 +1,5 @@
 // The fake API server's ConfigMaps (extender-protocol.md §4, "Optimistic concurrency"): get,
-// create and update with the real server's resourceVersion semantics, enough for Gapless's
+// create, update and delete with the real server's resourceVersion semantics, enough for Gapless's
 // per-node claim objects. Not listed or watched.
 #include <httplib.h>
 
@@ -44,6 +44,14 @@ void FakeApiServer::add_config_map_routes() {
         guarded([this](const auto& req, auto& res) {
           handle_config_map_write(req, res, req.matches[1], req.matches[2]);
         }));
+  s.Delete(R"(/api/v1/namespaces/([^/]+)/configmaps/([^/]+))",
+           guarded([this](const auto& req, auto& res) {
+             std::lock_guard lock(mu_);
+             auto it = config_maps_.find(cm_key(req.matches[1], req.matches[2]));
+             if (it == config_maps_.end()) return send_json(res, 404, not_found(req.matches[2]));
+             config_maps_.erase(it);
+             send_json(res, 200, json{{"kind", "Status"}, {"status", "Success"}});
+           }));
 }
 
 // POST (`name` empty: create) or PUT (`name`: update). As the real server: create of an existing

@@ -12,14 +12,19 @@
 // is gone, finished, or bound to another node. Writes drop expired claims, so the object stays
 // small.
 //
-// Thread-safety: claim and release may run concurrently (each is a read-check-write loop).
+// Thread-safety: claim and release may run concurrently (each is a read-check-write loop;
+// claims on one node share one loop at a time, below).
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "gapless/k8s/api_client.h"
@@ -73,18 +78,41 @@ struct ClaimOptions {
   std::function<std::int64_t()> now_ms;
 };
 
-// The claims as ConfigMaps through the Kubernetes API (get, create, update).
+// The claims as ConfigMaps through the Kubernetes API (get, create, update). A node's object is
+// remembered as this replica last wrote it, so the next claim there writes without reading
+// first: one request per claim while no other replica writes the node's claims. If one did, the
+// write's precondition fails (409) and the claim reads the object and judges it as always.
+// Claims on one node made at once (kube-scheduler binds many pods at once, and packing sends
+// them to the same nodes) are written together: while one write for a node is in flight, the
+// claims that arrive wait and go in the next write, each judged on its own.
 class KubeNodeClaims final : public NodeClaims {
  public:
   KubeNodeClaims(ApiTransport& api, ClaimOptions options);
   Status claim(const model::Allocation& ours, const ClaimCheck& check) override;
   void release(const model::Allocation& ours) override;
+  // Claims on `node` waiting for the write in flight there.
+  std::size_t waiting_claims(const std::string& node) const;
 
  private:
-  struct Object;  // one read of a node's claim object
+  struct Object {  // one read (or our last write) of a node's claim object
+    std::string node, name;
+    bool exists = false;
+    std::string resource_version;
+    std::vector<Claim> claims;
+  };
+  // At most this many nodes' objects are remembered; beyond, the memory starts over.
+  static constexpr std::size_t kMaxRemembered = 100'000;
   Result<Object> read(const std::string& node);
-  // Writes `claims` over what `obj` was read as; 409 -> Error with conflict set.
+  // The object as we last wrote it, else read.
+  Result<Object> remembered_or_read(const std::string& node);
+  // Writes `claims` over what `obj` was read as, and remembers what was written; 409 (or 404
+  // for an object read as existing: deleted since) -> Error with conflict set.
   Status write(const Object& obj, const std::vector<Claim>& claims, bool* conflict);
+  void remember(const std::string& node, std::optional<Object> obj);
+  struct Waiter;  // a claim waiting for its node's writer
+  // The read-judge-write rounds for claims on one node, written in one request; each one's
+  // outcome, in order.
+  std::vector<Status> write_claims(const std::string& node, const std::vector<Waiter*>& batch);
   // Whether the claim's pod may still take the node's GPUs (not gone, finished or bound
   // elsewhere). Unsure (API unreachable) counts as alive.
   bool alive(const Claim& c, const std::string& node);
@@ -96,6 +124,16 @@ class KubeNodeClaims final : public NodeClaims {
 
   ApiTransport& api_;
   const ClaimOptions options_;
+  std::mutex remembered_mu_;
+  std::unordered_map<std::string, Object> remembered_;  // by node
+
+  struct NodeWriter {
+    bool writing = false;          // a thread is writing the node's object now
+    std::vector<Waiter*> waiting;  // claims for the next write
+  };
+  mutable std::mutex writers_mu_;
+  std::condition_variable writers_cv_;
+  std::unordered_map<std::string, NodeWriter> writers_;  // by node; only while claims are made
 };
 
 }  // namespace gapless::k8s
