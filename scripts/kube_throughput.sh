@@ -7,6 +7,7 @@
 #
 #   scripts/kube_throughput.sh K8S_BIN_DIR build-rel/gapless-extender [NODES] [PODS] [BURSTS]
 #   RUNS="defaults full gapless" CONFIGS="a.yaml b.yaml" scripts/kube_throughput.sh ...
+#   EXTENDER_ARGS="--bind-threads 0" scripts/kube_throughput.sh ...   # extra extender flags
 #
 # Everything runs on 127.0.0.1 from a temporary directory: etcd, the API server (token auth,
 # no admission of service accounts), NODES fake Nodes x 8 GPUs, then kube-scheduler once per run
@@ -72,7 +73,9 @@ done
 extender_started=
 run() {  # label: config file $label.yaml
   if [ -z "$extender_started" ] && grep -q '^extenders:' "$1.yaml"; then
-    "$ext" --kubeconfig kubeconfig --listen 127.0.0.1:8899 > extender.log 2>&1 & pids+=($!)
+    # shellcheck disable=SC2086  # EXTENDER_ARGS: words, as on a command line
+    "$ext" --kubeconfig kubeconfig --listen 127.0.0.1:8899 ${EXTENDER_ARGS:-} > extender.log 2>&1 &
+    pids+=($!)
     until curl -sf 127.0.0.1:8899/readyz >/dev/null; do sleep 1; done
     extender_started=1
   fi
