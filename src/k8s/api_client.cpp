@@ -113,7 +113,7 @@ struct ApiClient::Impl {
   explicit Impl(ClientConfig c) : config(std::move(c)), token(config.token, config.token_file) {}
 
   // A connection to the API server. Calls take one from the idle pool (kept alive) or open one,
-  // and give it back when done, so concurrent calls stay independent while a bind's three calls
+  // and give it back when done, so concurrent calls stay independent while a bind's calls
   // do not each pay a TCP and TLS handshake (README, "Through a real kube-scheduler": ~50 ms a
   // bind with a handshake per call, ~20 ms kept alive). Watches open their own.
   struct Connection {
