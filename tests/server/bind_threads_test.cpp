@@ -31,6 +31,17 @@ class HeldBinder final : public k8s::Binder {
   k8s::InMemoryBinder inner_;
 };
 
+// An extender over the demo cluster whose binds run on `threads` bind threads and wait at `gate`.
+struct HeldExtender {
+  HeldExtender(std::size_t threads, std::size_t max_queue) {
+    extender.enable_bind_threads(threads, max_queue);
+  }
+  Gate gate;
+  HeldBinder binder{gate};
+  server::Metrics metrics;
+  server::Extender extender{demo_cluster(), placement::builtin_policy(), binder, metrics};
+};
+
 std::string error_of(const std::string& answer) {
   return json::parse(answer).at("Error").get<std::string>();
 }
@@ -47,11 +58,8 @@ std::string filtered(server::Extender& extender, const std::string& name) {
 
 TEST_CASE("binds waiting for the API server hold no HTTP worker: filter answers meanwhile",
           "[server][bind]") {
-  Gate gate;
-  HeldBinder binder(gate);
-  server::Metrics metrics;
-  server::Extender extender(demo_cluster(), placement::builtin_policy(), binder, metrics);
-  extender.enable_bind_threads(4, 16);
+  HeldExtender x(4, 16);
+  auto& [gate, binder, metrics, extender] = x;
   server::HttpOptions options;
   options.workers = 1;  // a bind holding it would keep the filter below waiting
   options.metrics = &metrics;
@@ -95,11 +103,8 @@ TEST_CASE("binds waiting for the API server hold no HTTP worker: filter answers 
 
 TEST_CASE("binds beyond the bind threads' queue, or after they stop, are answered with an Error",
           "[server][bind]") {
-  Gate gate;
-  HeldBinder binder(gate);
-  server::Metrics metrics;
-  server::Extender extender(demo_cluster(), placement::builtin_policy(), binder, metrics);
-  extender.enable_bind_threads(1, 1);
+  HeldExtender x(1, 1);
+  auto& [gate, binder, metrics, extender] = x;
   const std::string a = filtered(extender, "a"), b = filtered(extender, "b"),
                     c = filtered(extender, "c");
   std::promise<std::string> a_answer;

@@ -38,6 +38,7 @@ class KubeExtender {
         extender_(model::Cluster{}, placement::builtin_policy(), binder_, metrics_),
         sync_(hooks()) {
     extender_.set_readiness([this] { return sync_.synced(); });
+    extender_.enable_bind_threads(4, 64);  // as gapless-extender runs binds
     if (pairing) extender_.enable_pairing(*pairing);
     if (!replica.empty()) extender_.set_claims(&claims_);
     k8s::InformerOptions o;
