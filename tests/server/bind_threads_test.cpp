@@ -59,10 +59,12 @@ std::string filtered(server::Extender& extender, const std::string& name) {
 TEST_CASE("binds waiting for the API server hold no HTTP worker: filter answers meanwhile",
           "[server][bind]") {
   HeldExtender x(4, 16);
-  auto& [gate, binder, metrics, extender] = x;
+  Gate& gate = x.gate;  // references, not a structured binding: clang's lambdas cannot capture one
+  HeldBinder& binder = x.binder;
+  server::Extender& extender = x.extender;
   server::HttpOptions options;
   options.workers = 1;  // a bind holding it would keep the filter below waiting
-  options.metrics = &metrics;
+  options.metrics = &x.metrics;
   server::HttpServer http(extender, std::move(options));
   auto port = http.bind("127.0.0.1", 0);
   REQUIRE(port);
@@ -104,7 +106,9 @@ TEST_CASE("binds waiting for the API server hold no HTTP worker: filter answers 
 TEST_CASE("binds beyond the bind threads' queue, or after they stop, are answered with an Error",
           "[server][bind]") {
   HeldExtender x(1, 1);
-  auto& [gate, binder, metrics, extender] = x;
+  Gate& gate = x.gate;
+  HeldBinder& binder = x.binder;
+  server::Extender& extender = x.extender;
   const std::string a = filtered(extender, "a"), b = filtered(extender, "b"),
                     c = filtered(extender, "c");
   std::promise<std::string> a_answer;
