@@ -15,11 +15,12 @@
 
 #include "gapless/agent/nvml_library.h"
 #include "gapless/k8s/node_inventory.h"
+#include "test_paths.h"
 
 namespace gapless::test {
 
 inline std::string nvml_fixture(const std::string& name) {
-  return GAPLESS_SOURCE_DIR "/tests/fixtures/nvml/" + name + ".json";
+  return gapless::test::source_dir() + "/tests/fixtures/nvml/" + name + ".json";
 }
 
 // Points the fake at `config` (and `events`, "" for none) for the next nvmlInit_v2.
@@ -56,7 +57,7 @@ inline nlohmann::json fake_nvml_mig_state() {
 }
 
 inline std::string topology_fixture_text(const std::string& name) {
-  std::ifstream in(GAPLESS_SOURCE_DIR "/tests/fixtures/topologies/" + name + ".json");
+  std::ifstream in(gapless::test::source_dir() + "/tests/fixtures/topologies/" + name + ".json");
   REQUIRE(in.good());
   std::stringstream ss;
   ss << in.rdbuf();

@@ -9,10 +9,11 @@
 #include "gapless/placement/strategy.h"
 #include "gapless/policy/loader.h"
 #include "sweep.h"
+#include "test_paths.h"
 
 namespace gapless::bench::testing {
 
-inline const std::string kSource = GAPLESS_SOURCE_DIR;
+inline const std::string kSource = gapless::test::source_dir();
 inline const std::string kFixtures = kSource + "/tests/fixtures/bench/";
 
 // The strategy alone at both levels, without Gapless's GPU and topology terms (the paper's form).
@@ -28,8 +29,7 @@ inline PolicySetup paper(const char* name) {
 
 // policies/default.yaml's profile for a pod that names none.
 inline PolicySetup shipped_policy() {
-  auto policy =
-      policy::load_policy_file(std::string(GAPLESS_SOURCE_DIR) + "/policies/default.yaml");
+  auto policy = policy::load_policy_file(gapless::test::source_dir() + "/policies/default.yaml");
   REQUIRE(policy.ok());
   PolicySetup setup;
   setup.label = "policies/default.yaml";

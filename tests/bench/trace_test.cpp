@@ -4,13 +4,14 @@
 
 #include <string>
 
+#include "test_paths.h"
 #include "trace.h"
 
 using namespace gapless;
 using namespace gapless::bench;
 
 namespace {
-const std::string kFixtures = std::string(GAPLESS_SOURCE_DIR) + "/tests/fixtures/bench/";
+const std::string kFixtures = gapless::test::source_dir() + "/tests/fixtures/bench/";
 const std::string kPodHeader =
     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
     "deletion_time,scheduled_time\n";

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gapless/k8s/cluster_file.h"
+#include "test_paths.h"
 
 using gapless::k8s::load_cluster_file;
 using gapless::k8s::parse_cluster_file;
@@ -285,7 +286,7 @@ TEST_CASE("cluster file: load from disk", "[k8s][cluster]") {
 }
 
 TEST_CASE("the demo cluster loads", "[k8s][cluster][demo]") {
-  auto r = load_cluster_file(GAPLESS_SOURCE_DIR "/examples/demo-cluster.yaml");
+  auto r = load_cluster_file(gapless::test::source_dir() + "/examples/demo-cluster.yaml");
   REQUIRE(r.ok());
   CHECK(r->warnings.empty());
   const auto& c = r->cluster;

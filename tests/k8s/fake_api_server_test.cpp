@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "test_paths.h"
 
 using gapless::test::FakeApiServer;
 using nlohmann::json;
@@ -60,7 +61,7 @@ class Raw {
 };
 
 json binding_fixture() {
-  std::ifstream in(GAPLESS_SOURCE_DIR "/tests/fixtures/extender/binding-body.json");
+  std::ifstream in(gapless::test::source_dir() + "/tests/fixtures/extender/binding-body.json");
   REQUIRE(in);
   return json::parse(in);
 }

@@ -8,6 +8,7 @@
 #include "gapless/k8s/cluster_sync.h"
 #include "gapless/k8s/informer.h"
 #include "scripted_transport.h"
+#include "test_paths.h"
 
 using gapless::k8s::ClusterSync;
 using gapless::k8s::ClusterSyncHooks;
@@ -22,7 +23,8 @@ using nlohmann::json;
 
 TEST_CASE("informer: the recorded node stream drives the model", "[k8s][informer][sync]") {
   std::vector<json> events;
-  std::ifstream in(GAPLESS_SOURCE_DIR "/tests/fixtures/extender/watch-events-nodes.jsonl");
+  std::ifstream in(gapless::test::source_dir() +
+                   "/tests/fixtures/extender/watch-events-nodes.jsonl");
   for (std::string line; std::getline(in, line);) {
     if (!line.empty()) events.push_back(json::parse(line));
   }

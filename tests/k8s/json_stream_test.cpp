@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "test_paths.h"
 
 using gapless::k8s::JsonStreamSplitter;
 using nlohmann::json;
@@ -13,8 +14,9 @@ using nlohmann::json;
 namespace {
 
 std::string watch_fixture() {
-  std::ifstream in(GAPLESS_SOURCE_DIR "/tests/fixtures/extender/watch-events-nodes.jsonl",
-                   std::ios::binary);
+  std::ifstream in(
+      gapless::test::source_dir() + "/tests/fixtures/extender/watch-events-nodes.jsonl",
+      std::ios::binary);
   REQUIRE(in);
   std::ostringstream s;
   s << in.rdbuf();

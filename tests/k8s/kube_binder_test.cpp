@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "scripted_transport.h"
+#include "test_paths.h"
 
 using gapless::Status;
 using gapless::k8s::BindRequest;
@@ -28,7 +29,7 @@ BindRequest request() {
 }
 
 json fixture(const char* name) {
-  std::ifstream in(std::string(GAPLESS_SOURCE_DIR "/tests/fixtures/extender/") + name);
+  std::ifstream in(gapless::test::source_dir() + "/tests/fixtures/extender/" + name);
   std::stringstream text;
   text << in.rdbuf();
   return json::parse(text.str());

@@ -5,6 +5,7 @@
 
 #include "gapless/k8s/json_fields.h"
 #include "gapless/k8s/node_inventory.h"
+#include "test_paths.h"
 
 using gapless::k8s::node_from_json;
 using gapless::k8s::node_from_topology_annotation;
@@ -18,7 +19,7 @@ using nlohmann::json;
 namespace {
 
 json fixture_nodes() {
-  std::ifstream in(GAPLESS_SOURCE_DIR "/tests/fixtures/extender/filter-args-full.json");
+  std::ifstream in(gapless::test::source_dir() + "/tests/fixtures/extender/filter-args-full.json");
   std::stringstream text;
   text << in.rdbuf();
   return json::parse(text.str())["Nodes"]["items"];

@@ -5,6 +5,7 @@
 
 #include "gapless/k8s/json_fields.h"
 #include "gapless/k8s/pod_request.h"
+#include "test_paths.h"
 
 using gapless::k8s::parse_pod;
 using gapless::model::RequestKind;
@@ -232,7 +233,7 @@ TEST_CASE("parse_pod rejects bad pods with a sentence naming the problem", "[k8s
 }
 
 TEST_CASE("parse_pod reads the pod facts of a real extender request", "[k8s][pod]") {
-  std::ifstream in(GAPLESS_SOURCE_DIR "/tests/fixtures/extender/filter-args-full.json");
+  std::ifstream in(gapless::test::source_dir() + "/tests/fixtures/extender/filter-args-full.json");
   REQUIRE(in);
   std::stringstream text;
   text << in.rdbuf();

@@ -27,6 +27,7 @@
 #include "gapless/model/cluster.h"
 #include "gapless/placement/engine.h"
 #include "gapless/placement/profile.h"
+#include "test_paths.h"
 
 namespace {
 
@@ -51,7 +52,7 @@ bool print_table() {
 }
 
 std::string fixture_text(const std::string& name) {
-  std::ifstream in(GAPLESS_SOURCE_DIR "/tests/fixtures/topologies/" + name + ".json");
+  std::ifstream in(gapless::test::source_dir() + "/tests/fixtures/topologies/" + name + ".json");
   REQUIRE(in.good());
   std::stringstream ss;
   ss << in.rdbuf();

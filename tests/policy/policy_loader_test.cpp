@@ -10,6 +10,7 @@
 #include "../support/policy_text.h"
 #include "gapless/placement/profile.h"
 #include "gapless/policy/loader.h"
+#include "test_paths.h"
 
 namespace {
 
@@ -18,7 +19,7 @@ using gapless::placement::Profile;
 using gapless::policy::load_policy_file;
 using gapless::policy::parse_policy;
 
-const std::string kSource = GAPLESS_SOURCE_DIR;
+const std::string kSource = gapless::test::source_dir();
 
 std::vector<std::string> names(const std::vector<gapless::placement::WeightedStrategy>& v) {
   std::vector<std::string> out;

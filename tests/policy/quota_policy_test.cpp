@@ -7,6 +7,7 @@
 #include "../support/policy_text.h"
 #include "gapless/placement/quota.h"
 #include "gapless/policy/loader.h"
+#include "test_paths.h"
 
 namespace {
 
@@ -65,7 +66,7 @@ TEST_CASE("a policy without quotas has none", "[policy][quota]") {
 }
 
 TEST_CASE("policies/quotas.yaml loads with its documented quotas", "[policy][quota]") {
-  const auto r = load_policy_file(std::string(GAPLESS_SOURCE_DIR) + "/policies/quotas.yaml");
+  const auto r = load_policy_file(gapless::test::source_dir() + "/policies/quotas.yaml");
   INFO((r ? "" : r.error()));
   REQUIRE(r);
   REQUIRE(r->quotas.size() == 2);

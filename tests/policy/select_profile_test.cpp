@@ -9,6 +9,7 @@
 #include "gapless/model/request.h"
 #include "gapless/placement/profile.h"
 #include "gapless/policy/loader.h"
+#include "test_paths.h"
 
 namespace {
 
@@ -129,7 +130,7 @@ TEST_CASE("select_profile: an unknown annotation is an error, not a fallback", "
 
 TEST_CASE("select_profile on the shipped default policy", "[policy][select]") {
   const auto r =
-      gapless::policy::load_policy_file(std::string(GAPLESS_SOURCE_DIR) + "/policies/default.yaml");
+      gapless::policy::load_policy_file(gapless::test::source_dir() + "/policies/default.yaml");
   REQUIRE(r.ok());
   CHECK(picked(*r, pod("inference")) == "inference");
   CHECK(picked(*r, pod("team-a", "training-high")) == "training");

@@ -10,6 +10,7 @@
 #include "fake_api_server.h"
 #include "kubeconfig.h"
 #include "temp_dir.h"
+#include "test_paths.h"
 #include "test_server.h"
 
 namespace gapless::test {
@@ -200,7 +201,7 @@ TEST_CASE("kubectl gapless ui: the page and its JSON through the API server's se
   api.proxy_service("gapless-system", "gapless-extender-metrics:http-metrics", extender);
   TempDir dir;
   const std::string kubeconfig = write_token_kubeconfig(dir, api.url(), "secret-token");
-  const std::string cli = GAPLESS_BINARY_DIR "/kubectl-gapless ";
+  const std::string cli = gapless::test::binary_dir() + "/kubectl-gapless ";
 
   // With --extender: the URL of the page there.
   Child direct = start_reading_first_line(cli + "ui --extender " + extender + "/");

@@ -5,6 +5,7 @@
 #include "kubeconfig.h"
 #include "run_command.h"
 #include "temp_dir.h"
+#include "test_paths.h"
 #include "test_server.h"
 
 namespace gapless::test {
@@ -78,7 +79,7 @@ TEST_CASE("kubectl-gapless through a kubeconfig: the API server's service proxy 
   api.add_pod(gpu_pod("train", "uid-cli-4", 2));
   TempDir dir;
   const std::string kubeconfig = write_token_kubeconfig(dir, api.url(), "secret-token");
-  const std::string cli = GAPLESS_BINARY_DIR "/kubectl-gapless ";
+  const std::string cli = gapless::test::binary_dir() + "/kubectl-gapless ";
   const std::string err = " 2>" + dir.file("stderr");
 
   // No endpoints behind the Service yet: a clear error, exit 1.

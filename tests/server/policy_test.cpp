@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gapless/policy/loader.h"
+#include "test_paths.h"
 #include "test_server.h"
 
 namespace gapless::test {
@@ -32,7 +33,7 @@ placement::Policy policy_from(const std::string& yaml, const std::string& source
 }
 
 placement::Policy policy_file(const std::string& name) {
-  return policy_from(read_text(std::string(GAPLESS_SOURCE_DIR "/policies/") + name), name);
+  return policy_from(read_text(gapless::test::source_dir() + "/policies/" + name), name);
 }
 
 // Two 8-GPU nodes; n-busy gets a 4-GPU pod bound through the server.

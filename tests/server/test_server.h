@@ -23,6 +23,7 @@
 #include "gapless/server/extender.h"
 #include "gapless/server/http_server.h"
 #include "gapless/server/metrics.h"
+#include "test_paths.h"
 
 namespace gapless::test {
 
@@ -37,14 +38,14 @@ inline std::string read_text(const std::string& path) {
 }
 
 inline std::string fixture_text(const std::string& name) {
-  return read_text(std::string(GAPLESS_SOURCE_DIR "/tests/fixtures/extender/") + name);
+  return read_text(gapless::test::source_dir() + "/tests/fixtures/extender/" + name);
 }
 inline json fixture(const std::string& name) {
   return json::parse(fixture_text(name));
 }
 
 inline model::Cluster demo_cluster() {
-  auto r = k8s::load_cluster_file(GAPLESS_SOURCE_DIR "/examples/demo-cluster.yaml");
+  auto r = k8s::load_cluster_file(gapless::test::source_dir() + "/examples/demo-cluster.yaml");
   if (!r) throw std::runtime_error(r.error());
   return std::move(r->cluster);
 }

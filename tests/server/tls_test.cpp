@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "test_paths.h"
 #include "tls_support.h"
 
 namespace gapless::test {
@@ -175,7 +176,7 @@ TEST_CASE("TLS: unusable certificate options are refused with a message naming t
 
 TEST_CASE("gapless-extender refuses to start on a bad --tls-cert, naming the file",
           "[server][tls]") {
-  const std::string bin = GAPLESS_BINARY_DIR "/gapless-extender";
+  const std::string bin = gapless::test::binary_dir() + "/gapless-extender";
   if (!fs::exists(bin)) {
     WARN("SKIPPED: " << bin << " is not built");
     return;

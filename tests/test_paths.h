@@ -1,0 +1,17 @@
+// Where the tests find the source tree (fixtures, policies, examples) and the build tree (the
+// binaries some tests run). The absolute paths are compiled into one object,
+// tests/test_paths.cpp, and not into every test object: a test object then holds no path of
+// the clone it was built in, so ccache reuses it in the next clone (CI builds a fresh one).
+#pragma once
+
+#include <string>
+
+namespace gapless::test {
+
+// The repository's root, without a trailing slash.
+const std::string& source_dir();
+
+// The directory holding gapless-extender, kubectl-gapless and the other binaries.
+const std::string& binary_dir();
+
+}  // namespace gapless::test
