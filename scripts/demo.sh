@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# Release, as scripts/test.sh and the Dockerfile build it, so the two scripts share build/.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"${JOBS:-2}" --target gapless-extender
 exec build/gapless-extender --cluster examples/demo-cluster.yaml "$@"

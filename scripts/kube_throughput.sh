@@ -3,9 +3,9 @@
 # extender (README, "Through a real kube-scheduler"). Local only, never in CI: needs etcd
 # (Debian's etcd-server), kube-apiserver and kube-scheduler built from a Kubernetes tree, e.g.
 #   GOFLAGS="-mod=vendor -p=2" CGO_ENABLED=0 go build -tags providerless ./cmd/kube-apiserver
-# and a Release gapless-extender.
+# and a gapless-extender (scripts/test.sh or scripts/demo.sh build it, Release, in build/).
 #
-#   scripts/kube_throughput.sh K8S_BIN_DIR build-rel/gapless-extender [NODES] [PODS] [BURSTS]
+#   scripts/kube_throughput.sh K8S_BIN_DIR build/gapless-extender [NODES] [PODS] [BURSTS]
 #   RUNS="defaults full gapless" CONFIGS="a.yaml b.yaml" scripts/kube_throughput.sh ...
 #   EXTENDER_ARGS="--bind-threads 0" scripts/kube_throughput.sh ...   # extra extender flags
 #

@@ -33,7 +33,9 @@ scripts/deps.sh
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-8G}"
 san="${SANITIZE:-}"
 case "$san" in
-  "") dir=build; type=RelWithDebInfo ;;
+  # The normal build is the Dockerfile's, Release: the suite tests what users run, and the
+  # figures in the docs are measured with this build/ (scripts/demo.sh builds the same).
+  "") dir=build; type=Release ;;
   thread) dir=build-tsan; type=Debug ;;
   fuzz) dir=build-fuzz; type=RelWithDebInfo ;;
   *) dir=build-asan; type=Debug ;;
