@@ -3,18 +3,18 @@
 # of filter and prioritize calls for new pods, with its RSS sampled every 10 s.
 #   scripts/soak.sh                      # one hour, 4 connections x 100 requests/s
 #   SOAK_MINUTES=10 scripts/soak.sh
-# Writes build-rel/soak/rss.csv (seconds, RSS KiB) and prints the growth from the sample at 5 % of
+# Writes build/soak/rss.csv (seconds, RSS KiB) and prints the growth from the sample at 5 % of
 # the run (after warm-up) to the last one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 minutes=${SOAK_MINUTES:-60}
 port=${SOAK_PORT:-18888}
 command -v wrk >/dev/null || { sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo; $sudo apt-get install -y -qq wrk; }
-cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build-rel -j"${JOBS:-2}" --target gapless-extender >/dev/null
-out=build-rel/soak
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null  # the build/ of scripts/test.sh
+cmake --build build -j"${JOBS:-2}" --target gapless-extender >/dev/null
+out=build/soak
 mkdir -p "$out"
-build-rel/gapless-extender --listen "127.0.0.1:$port" >"$out/extender.log" 2>&1 &
+build/gapless-extender --listen "127.0.0.1:$port" >"$out/extender.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 for _ in $(seq 50); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
