@@ -6,26 +6,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "child_process.h"
+
 namespace gapless::test {
 
-// Forks and execs GAPLESS_AGENT_BINARY with `args`. Returns the child's pid (-1: fork failed).
+// Starts GAPLESS_AGENT_BINARY with `args` (posix_spawn: the tests run server threads, see
+// child_process.h). Returns the child's pid.
 inline pid_t spawn_agent(std::vector<std::string> args, const std::string& nvml_config,
                          const std::string& stderr_path) {
   args.insert(args.begin(), GAPLESS_AGENT_BINARY);
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
-  setenv("GAPLESS_FAKE_NVML_CONFIG", nvml_config.c_str(), 1);
-  if (std::freopen(stderr_path.c_str(), "w", stderr) == nullptr) _exit(127);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  execv(argv[0], argv.data());
-  _exit(127);
+  SpawnOptions options;
+  options.extra_env = {"GAPLESS_FAKE_NVML_CONFIG=" + nvml_config};
+  options.stderr_path = stderr_path;
+  return spawn(args, options);
 }
 
 // SIGTERM, then waits. Returns the wait status (-1: waitpid failed).

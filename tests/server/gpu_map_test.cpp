@@ -1,12 +1,14 @@
 // The GPU map's routes (docs/gpu-map.md): GET /ui, /ui/<file>, /ui/map.json and
 // /ui/explain/<uid> on the demo cluster, and `kubectl gapless ui` through a fake API server's
 // service proxy. The page itself runs in a real browser in tests/ui/.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 
+#include "child_process.h"
 #include "fake_api_server.h"
 #include "kubeconfig.h"
 #include "temp_dir.h"
@@ -175,17 +177,11 @@ struct Child {
 
 Child start_reading_first_line(const std::string& command) {
   int fds[2];
-  REQUIRE(pipe(fds) == 0);
+  REQUIRE(pipe2(fds, O_CLOEXEC) == 0);  // the child gets the write end as its stdout only
+  SpawnOptions options;
+  options.stdout_fd = fds[1];
   Child c;
-  c.pid = fork();
-  REQUIRE(c.pid >= 0);
-  if (c.pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  c.pid = spawn({"/bin/sh", "-c", "exec " + command}, options);
   close(fds[1]);
   char ch = 0;
   while (read(fds[0], &ch, 1) == 1 && ch != '\n') c.first_line += ch;
