@@ -4,6 +4,7 @@
 //   gapless-bench --nodes NODE_CSV --pods POD_CSV [--pods ...] --policy P [--policy ...]
 //                 --seeds 42-51 [--json] [--markdown FILE] [--curves DIR]
 //                 [--dynamic [--speedup K] [--max-wait S]] [--scheduler-config FILE]
+//                 [--models-as-node-affinity]
 //
 // P is a strategy name (random, dotprod, clustering, packing, bestfit, fgd, ...) or a policy YAML
 // file. Runs (trace x policy x seed) are spread over --threads workers. --dynamic replays the
@@ -90,6 +91,7 @@ int main(int argc, char** argv) {
   std::string nodes_path, seeds_text = "42-51", markdown_path, curves_dir, published_path;
   std::vector<std::string> pod_paths, policy_names;
   bool json = false, quiet = false, oracle = false, dynamic = false, no_unschedulable = false;
+  bool models_as_node_affinity = false;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   double tune = 1.3;
   bench::DynamicOptions dyn;
@@ -125,6 +127,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-unschedulable", no_unschedulable,
                "--dynamic with --scheduler-config: the extender learns of waiting pods only from "
                "its own filter, not from their Unschedulable condition (what that path is worth)");
+  app.add_flag("--models-as-node-affinity", models_as_node_affinity,
+               "with --scheduler-config: pods naming GPU models also require them as a "
+               "nodeAffinity on nvidia.com/gpu.product, which kube-scheduler's sample respects");
   app.add_option("--write-cluster", write_cluster,
                  "write the node list as a NodeList for gapless-extender --cluster, and exit");
   for (auto* opt : {app.get_option("--pods"), app.get_option("--policy")})
@@ -151,6 +156,7 @@ int main(int argc, char** argv) {
     auto config = bench::load_scheduler_config(scheduler_config);
     if (!config) return std::cerr << "gapless-bench: " << config.error() << "\n", 2;
     in.deployed = std::move(*config);
+    in.deployed->models_as_node_affinity = models_as_node_affinity;
     in.extender_url = extender_url;
     if (!extender_url.empty() &&
         (in.workloads.size() != 1 || in.policies.size() != 1 || in.seeds.size() != 1)) {
@@ -160,6 +166,8 @@ int main(int argc, char** argv) {
     }
   } else if (!extender_url.empty()) {
     return std::cerr << "gapless-bench: --extender needs --scheduler-config\n", 2;
+  } else if (models_as_node_affinity) {
+    return std::cerr << "gapless-bench: --models-as-node-affinity needs --scheduler-config\n", 2;
   }
   if (dynamic && !extender_url.empty()) {
     // A live extender cannot be reset between runs, and a --cluster one has no pod informer to

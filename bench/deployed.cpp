@@ -411,6 +411,14 @@ KubeScheduler::KubeScheduler(const std::vector<model::Node>& nodes, const Schedu
 bool KubeScheduler::fits(const TracePod& pod, std::size_t n) const {
   const Requested& r = requested_[n];
   const model::Node& node = nodes_[n];
+  if (config_.models_as_node_affinity && !pod.gpu_spec.empty()) {
+    // NodeAffinity, `nvidia.com/gpu.product In (models)`: the label is the first GPU's model,
+    // as node_object writes it.
+    const std::string product = node.gpus.empty() ? "" : node.gpus[0].model;
+    if (std::find(pod.gpu_spec.begin(), pod.gpu_spec.end(), product) == pod.gpu_spec.end()) {
+      return false;
+    }
+  }
   return r.cpu + pod.cpu_milli <= node.host.cpu_milli &&
          r.memory + pod.memory_mib <= node.host.memory_mib &&
          r.gpus + nvidia_gpus(pod) <= static_cast<std::int64_t>(node.gpus.size());

@@ -57,6 +57,10 @@ struct SchedulerConfig {
   int balanced_weight = 1;
   // As written; 0 (absent): kube-scheduler's adaptive default. 100 looks at every node.
   int percentage_of_nodes_to_score = 0;
+  // Not read from the YAML (gapless-bench --models-as-node-affinity): every pod that names GPU
+  // models also carries them as a required nodeAffinity on nvidia.com/gpu.product, so
+  // kube-scheduler's own NodeAffinity filter, and with it its sample, knows them.
+  bool models_as_node_affinity = false;
 };
 
 // numFeasibleNodesToFind of kube-scheduler v1.26 (schedule_one.go): how many feasible nodes a

@@ -145,6 +145,51 @@ TEST_CASE("the emulated kube-scheduler filters from where the last cycle stopped
   }
 }
 
+TEST_CASE("with its models as a node affinity, the sample holds only nodes of those models",
+          "[bench][deployed]") {
+  auto nodes = cpu_nodes(300);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    model::Gpu gpu;
+    gpu.model = i % 3 == 0 ? "A100" : "T4";
+    nodes[i].gpus.push_back(gpu);
+  }
+  TracePod pod;
+  pod.cpu_milli = 100;
+  pod.memory_mib = 100;
+  pod.num_gpu = 1;
+  pod.gpu_milli = 1000;
+  pod.gpu_spec = {"A100"};
+  std::int64_t granted = 0;
+  SchedulerConfig c;
+  c.has_extender = c.filter_verb = c.bind_verb = true;
+
+  // Without: kube-scheduler's sample (144 of 300 nodes) is mostly T4 nodes, which the extender
+  // alone would have to turn down.
+  FilterLog blind;
+  KubeScheduler unaware(nodes, c, blind, 42);
+  unaware.schedule(pod, "p", &granted);
+  REQUIRE(blind.calls.size() == 1);
+  CHECK(blind.calls[0].size() == 144);
+
+  // With: its NodeAffinity filter counts only A100 nodes towards the sample, so the extender sees
+  // 100 A100 nodes (every third), looked for across the whole cluster.
+  c.models_as_node_affinity = true;
+  FilterLog aware;
+  KubeScheduler ks(nodes, c, aware, 42);
+  ks.schedule(pod, "p", &granted);
+  REQUIRE(aware.calls.size() == 1);
+  CHECK(aware.calls[0].size() == 100);
+  for (const std::string& name : aware.calls[0]) CHECK(std::stoi(name.substr(1)) % 3 == 0);
+
+  // A pod naming no model is not restricted.
+  pod.gpu_spec.clear();
+  FilterLog any;
+  KubeScheduler free(nodes, c, any, 42);
+  free.schedule(pod, "q", &granted);
+  REQUIRE(any.calls.size() == 1);
+  CHECK(any.calls[0].size() == 144);
+}
+
 TEST_CASE("the shipped scheduler configuration, as the emulation reads it", "[bench][deployed]") {
   auto c = load_scheduler_config(kSource + "/manifests/scheduler-config.yaml");
   REQUIRE(c.ok());
