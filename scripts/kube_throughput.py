@@ -5,8 +5,15 @@ Talks to the local API server the script starts (https://127.0.0.1:6443, token e
   kube_throughput.py nodes N            N fake Nodes x 8 GPUs (G3), untainted
   kube_throughput.py bursts N K LABEL   K bursts of N one-GPU pods; pods/s per burst and median
   kube_throughput.py clean              deletes every pod in default
+With PINNED=K in the environment every K-th node's GPUs are model G1 (the rest G3) and every pod
+names G1 in gapless.io/gpu-models; AFFINITY=1 gives the pods the same model as a required node
+affinity on nvidia.com/gpu.product too (docs/requesting-gpus.md). Each burst then also reports how
+many pods were bound off their model (must be 0).
 Only the Python standard library. Never run in CI."""
-import concurrent.futures, json, ssl, sys, time, urllib.request
+import concurrent.futures, json, os, ssl, sys, time, urllib.request
+
+PINNED = int(os.environ.get("PINNED") or 0)
+AFFINITY = os.environ.get("AFFINITY") == "1"
 
 API = "https://127.0.0.1:6443"
 CTX = ssl._create_unverified_context()
@@ -23,13 +30,17 @@ def call(method, path, body=None, ctype=None):
         return json.loads(r.read() or b"{}")
 
 
+def model(i):
+    return "G1" if PINNED and i % PINNED == 0 else "G3"
+
+
 def node(i):
     name = f"node-{i:04d}"
     res = {"cpu": "128", "memory": "786432Mi", "nvidia.com/gpu": "8", "pods": "110"}
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
                                                   "nvidia.com/gpu.count": "8",
-                                                  "nvidia.com/gpu.product": "G3"}},
+                                                  "nvidia.com/gpu.product": model(i)}},
             "status": {"capacity": res, "allocatable": res,
                        "conditions": [{"type": "Ready", "status": "True"}]}}
 
@@ -53,12 +64,28 @@ def make_nodes(n):
 
 
 def pod(i, burst):
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"p{burst}-{i:04d}", "namespace": "default"},
-            "spec": {"schedulerName": "gapless-scheduler",
-                     "containers": [{"name": "c", "image": "x",
-                                     "resources": {"limits": {"nvidia.com/gpu": "1"},
-                                                   "requests": {"cpu": "1", "memory": "1Gi"}}}]}}
+    p = {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": f"p{burst}-{i:04d}", "namespace": "default"},
+         "spec": {"schedulerName": "gapless-scheduler",
+                  "containers": [{"name": "c", "image": "x",
+                                  "resources": {"limits": {"nvidia.com/gpu": "1"},
+                                                "requests": {"cpu": "1", "memory": "1Gi"}}}]}}
+    if PINNED:
+        p["metadata"]["annotations"] = {"gapless.io/gpu-models": "G1"}
+    if PINNED and AFFINITY:
+        term = {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
+                                      "values": ["G1"]}]}
+        p["spec"]["affinity"] = {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+    return p
+
+
+def off_model(prefix):
+    """Pods of this burst bound to a node of another model than they name."""
+    items = call("GET", "/api/v1/namespaces/default/pods")["items"]
+    return sum(1 for p in items if p["metadata"]["name"].startswith(prefix)
+               and p["spec"].get("nodeName")
+               and model(int(p["spec"]["nodeName"].split("-")[1])) != "G1")
 
 
 def bound_count(prefix):
@@ -103,7 +130,8 @@ if __name__ == "__main__":
         for b in range(k):
             r, tc, tt = burst(n, f"{label}{b}")
             rates.append(r)
-            print(f"{label} burst {b}: {n} pods bound in {tt:.2f} s (created in {tc:.2f} s): {r:.1f} pods/s", flush=True)
+            off = f", {off_model(f'{label}{b}-')} off their model" if PINNED else ""
+            print(f"{label} burst {b}: {n} pods bound in {tt:.2f} s (created in {tc:.2f} s): {r:.1f} pods/s{off}", flush=True)
             delete_pods()
             time.sleep(2)
         rates.sort()

@@ -8,6 +8,8 @@
 #   scripts/kube_throughput.sh K8S_BIN_DIR build/gapless-extender [NODES] [PODS] [BURSTS]
 #   RUNS="defaults full gapless" CONFIGS="a.yaml b.yaml" scripts/kube_throughput.sh ...
 #   EXTENDER_ARGS="--bind-threads 0" scripts/kube_throughput.sh ...   # extra extender flags
+#   PINNED=10 [AFFINITY=1] scripts/kube_throughput.sh ...   # pods pinned to a model on every
+#                                   # 10th node, [also by node affinity] (kube_throughput.py)
 #
 # Everything runs on 127.0.0.1 from a temporary directory: etcd, the API server (token auth,
 # no admission of service accounts), NODES fake Nodes x 8 GPUs, then kube-scheduler once per run
@@ -90,6 +92,9 @@ run() {  # label: config file $label.yaml
       match($0, /extension_point="[A-Za-z]+"/); p = substr($0, RSTART + 17, RLENGTH - 18)
       t[p] += $2 } END { s = l ": kube-scheduler seconds per extension point:"
       for (p in t) s = s " " p "=" sprintf("%.2f", t[p]); print s }'
+  if [ -n "$extender_started" ]; then  # nodes the extender's filter turned down so far, by reason
+    curl -s 127.0.0.1:8899/metrics | sed -n "s/^gapless_filter_rejections_total/$1: &/p"
+  fi
   kill $s; wait $s 2>/dev/null || true
 }
 for r in "${runs[@]}"; do run "$r"; done
