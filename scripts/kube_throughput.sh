@@ -7,6 +7,8 @@
 #
 #   scripts/kube_throughput.sh K8S_BIN_DIR build/gapless-extender [NODES] [PODS] [BURSTS]
 #   RUNS="defaults full gapless" CONFIGS="a.yaml b.yaml" scripts/kube_throughput.sh ...
+#   RUNS="defaults a defaults" CONFIGS=a.yaml ...   # alternating: RUNS may name a CONFIGS label
+#                                                   # (it runs there, and once more at the end)
 #   EXTENDER_ARGS="--bind-threads 0" scripts/kube_throughput.sh ...   # extra extender flags
 #   PINNED=10 [AFFINITY=1] scripts/kube_throughput.sh ...   # pods pinned to a model on every
 #                                   # 10th node, [also by node affinity] (kube_throughput.py)
