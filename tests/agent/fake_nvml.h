@@ -57,11 +57,7 @@ inline nlohmann::json fake_nvml_mig_state() {
 }
 
 inline std::string topology_fixture_text(const std::string& name) {
-  std::ifstream in(gapless::test::source_dir() + "/tests/fixtures/topologies/" + name + ".json");
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return gapless::test::fixture_text("topologies/" + name + ".json");
 }
 
 inline model::Node parse_annotation(const std::string& node, const std::string& text) {

@@ -9,9 +9,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 #include "test_paths.h"
@@ -61,9 +59,7 @@ class Raw {
 };
 
 json binding_fixture() {
-  std::ifstream in(gapless::test::source_dir() + "/tests/fixtures/extender/binding-body.json");
-  REQUIRE(in);
-  return json::parse(in);
+  return json::parse(gapless::test::fixture_text("extender/binding-body.json"));
 }
 
 std::vector<std::string> names(const json& list) {

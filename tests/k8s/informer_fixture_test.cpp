@@ -2,7 +2,7 @@
 // watch-events-nodes.jsonl), through an Informer into ClusterSync.
 #include <catch2/catch.hpp>
 
-#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "gapless/k8s/cluster_sync.h"
@@ -23,8 +23,7 @@ using nlohmann::json;
 
 TEST_CASE("informer: the recorded node stream drives the model", "[k8s][informer][sync]") {
   std::vector<json> events;
-  std::ifstream in(gapless::test::source_dir() +
-                   "/tests/fixtures/extender/watch-events-nodes.jsonl");
+  std::istringstream in(gapless::test::fixture_text("extender/watch-events-nodes.jsonl"));
   for (std::string line; std::getline(in, line);) {
     if (!line.empty()) events.push_back(json::parse(line));
   }

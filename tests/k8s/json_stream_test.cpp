@@ -1,9 +1,7 @@
 #include "gapless/k8s/json_stream.h"
 
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 #include "test_paths.h"
@@ -14,13 +12,7 @@ using nlohmann::json;
 namespace {
 
 std::string watch_fixture() {
-  std::ifstream in(
-      gapless::test::source_dir() + "/tests/fixtures/extender/watch-events-nodes.jsonl",
-      std::ios::binary);
-  REQUIRE(in);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return gapless::test::fixture_text("extender/watch-events-nodes.jsonl");
 }
 
 // Feeds `chunks` one after another and collects the values.

@@ -2,9 +2,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <sstream>
-
 #include "scripted_transport.h"
 #include "test_paths.h"
 
@@ -29,10 +26,7 @@ BindRequest request() {
 }
 
 json fixture(const char* name) {
-  std::ifstream in(gapless::test::source_dir() + "/tests/fixtures/extender/" + name);
-  std::stringstream text;
-  text << in.rdbuf();
-  return json::parse(text.str());
+  return json::parse(gapless::test::fixture_text(std::string("extender/") + name));
 }
 
 // The same keys at every level, and the same value wherever the value is not an object.

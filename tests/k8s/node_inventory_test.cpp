@@ -1,8 +1,5 @@
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <sstream>
-
 #include "gapless/k8s/json_fields.h"
 #include "gapless/k8s/node_inventory.h"
 #include "test_paths.h"
@@ -19,10 +16,8 @@ using nlohmann::json;
 namespace {
 
 json fixture_nodes() {
-  std::ifstream in(gapless::test::source_dir() + "/tests/fixtures/extender/filter-args-full.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  return json::parse(text.str())["Nodes"]["items"];
+  return json::parse(
+      gapless::test::fixture_text("extender/filter-args-full.json"))["Nodes"]["items"];
 }
 
 json bare_node(const char* name) {

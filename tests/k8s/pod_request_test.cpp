@@ -1,8 +1,5 @@
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <sstream>
-
 #include "gapless/k8s/json_fields.h"
 #include "gapless/k8s/pod_request.h"
 #include "test_paths.h"
@@ -233,11 +230,7 @@ TEST_CASE("parse_pod rejects bad pods with a sentence naming the problem", "[k8s
 }
 
 TEST_CASE("parse_pod reads the pod facts of a real extender request", "[k8s][pod]") {
-  std::ifstream in(gapless::test::source_dir() + "/tests/fixtures/extender/filter-args-full.json");
-  REQUIRE(in);
-  std::stringstream text;
-  text << in.rdbuf();
-  json args = json::parse(text.str());
+  json args = json::parse(gapless::test::fixture_text("extender/filter-args-full.json"));
   auto r = parse_pod(args["Pod"]);
   REQUIRE(r.ok());
   CHECK(r->info.ns == "ml-team");

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -51,12 +50,8 @@ bool print_table() {
   return v != nullptr && std::string(v) == "1";
 }
 
-std::string fixture_text(const std::string& name) {
-  std::ifstream in(gapless::test::source_dir() + "/tests/fixtures/topologies/" + name + ".json");
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+std::string topology_text(const std::string& name) {
+  return gapless::test::fixture_text("topologies/" + name + ".json");
 }
 
 model::Node node_from(const std::string& name, const std::string& annotation) {
@@ -67,13 +62,13 @@ model::Node node_from(const std::string& name, const std::string& annotation) {
 }
 
 model::Node fixture(const std::string& name) {
-  return node_from(name, fixture_text(name));
+  return node_from(name, topology_text(name));
 }
 
 // The fixture with its annotation edited as JSON first (health flags, degraded links).
 template <typename Edit>
 model::Node edited_fixture(const std::string& name, Edit edit) {
-  nlohmann::json doc = nlohmann::json::parse(fixture_text(name));
+  nlohmann::json doc = nlohmann::json::parse(topology_text(name));
   edit(doc);
   return node_from(name, doc.dump());
 }

@@ -37,11 +37,12 @@ inline std::string read_text(const std::string& path) {
   return s.str();
 }
 
-inline std::string fixture_text(const std::string& name) {
-  return read_text(gapless::test::source_dir() + "/tests/fixtures/extender/" + name);
+// A request of kube-scheduler's shape, tests/fixtures/extender/<name>.
+inline std::string extender_fixture_text(const std::string& name) {
+  return fixture_text("extender/" + name);
 }
 inline json fixture(const std::string& name) {
-  return json::parse(fixture_text(name));
+  return json::parse(extender_fixture_text(name));
 }
 
 inline model::Cluster demo_cluster() {

@@ -73,7 +73,7 @@ TEST_CASE("filter fixture in nodeCache mode: NodeNames subset, Nodes null", "[se
   const json args = fixture("filter-args-nodecache.json");
   const auto input = args.at("NodeNames").get<std::vector<std::string>>();
 
-  httplib::Response raw = srv.post("/filter", fixture_text("filter-args-nodecache.json"));
+  httplib::Response raw = srv.post("/filter", extender_fixture_text("filter-args-nodecache.json"));
   REQUIRE(raw.status == 200);
   // JSON; the charset parameter keeps httplib from gzipping it for kube-scheduler (below).
   CHECK(raw.get_header_value("Content-Type") == "application/json; charset=utf-8");
@@ -108,7 +108,8 @@ TEST_CASE("verb answers are not compressed, even when the client accepts gzip", 
   for (const char* verb : {"/filter", "/prioritize"}) {
     const std::string fixture_name =
         std::string(verb) == "/filter" ? "filter-args-nodecache.json" : "prioritize-args.json";
-    auto res = srv.client().Post(verb, gzip, fixture_text(fixture_name), "application/json");
+    auto res =
+        srv.client().Post(verb, gzip, extender_fixture_text(fixture_name), "application/json");
     REQUIRE(res);
     CHECK(res->status == 200);
     CHECK(res->get_header_value("Content-Encoding").empty());
@@ -121,7 +122,7 @@ TEST_CASE("filter fixture in full mode: unmodified input items, NodeNames null",
   const json args = fixture("filter-args-full.json");
   const auto input = input_names(args);
 
-  httplib::Response raw = srv.post("/filter", fixture_text("filter-args-full.json"));
+  httplib::Response raw = srv.post("/filter", extender_fixture_text("filter-args-full.json"));
   REQUIRE(raw.status == 200);
   CHECK(raw.body.find("\"NodeNames\":null") != std::string::npos);
   const json r = json::parse(raw.body);
@@ -143,7 +144,7 @@ TEST_CASE("filter fixture in full mode: unmodified input items, NodeNames null",
 TEST_CASE("prioritize fixture: a bare array, one Host/Score per input node", "[server][wire]") {
   TestServer srv(cluster_of(fixture_nodes()));
   const json args = fixture("prioritize-args.json");
-  const json r = srv.call("/prioritize", fixture_text("prioritize-args.json"));
+  const json r = srv.call("/prioritize", extender_fixture_text("prioritize-args.json"));
   INFO(r.dump());
   REQUIRE(r.is_array());
   std::multiset<std::string> hosts;
@@ -169,8 +170,8 @@ TEST_CASE("prioritize fixture: a bare array, one Host/Score per input node", "[s
 
 TEST_CASE("bind fixture after filter: {\"Error\":\"\"}, recorded once", "[server][wire]") {
   TestServer srv(cluster_of(fixture_nodes()));
-  srv.call("/filter", fixture_text("filter-args-nodecache.json"));
-  httplib::Response raw = srv.post("/bind", fixture_text("bind-args.json"));
+  srv.call("/filter", extender_fixture_text("filter-args-nodecache.json"));
+  httplib::Response raw = srv.post("/bind", extender_fixture_text("bind-args.json"));
   REQUIRE(raw.status == 200);
   CHECK(raw.body == R"({"Error":""})");
 
@@ -189,7 +190,7 @@ TEST_CASE("bind fixture after filter: {\"Error\":\"\"}, recorded once", "[server
   CHECK(bindings[0].annotations.count("gapless.io/allocation") == 1);
 
   // The reply got lost and kube-scheduler asks again: same answer, nothing bound twice.
-  CHECK(srv.post("/bind", fixture_text("bind-args.json")).body == R"({"Error":""})");
+  CHECK(srv.post("/bind", extender_fixture_text("bind-args.json")).body == R"({"Error":""})");
   CHECK(srv.binder().bindings().size() == 1);
   CHECK(json::parse(srv.state()).at("allocations").size() == 1);
 }
@@ -199,7 +200,7 @@ TEST_CASE("preempt fixture: NodeNameToMetaVictims, every kept node with victims"
   TestServer srv(cluster_of(fixture_nodes()));
   const json args = fixture("preempt-args.json");
   const json& offered = args.at("NodeNameToMetaVictims");
-  const json r = srv.call("/preempt", fixture_text("preempt-args.json"));
+  const json r = srv.call("/preempt", extender_fixture_text("preempt-args.json"));
   INFO(r.dump());
   REQUIRE(keys_of(r) == std::set<std::string>{"NodeNameToMetaVictims"});
   const json& kept = r.at("NodeNameToMetaVictims");
