@@ -16,13 +16,16 @@ const std::string& binary_dir() {
   return dir;
 }
 
-std::string fixture_text(const std::string& relative) {
-  const std::string path = source_dir() + "/tests/fixtures/" + relative;
+std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read the fixture " + path);
+  if (!in) throw std::runtime_error("cannot read " + path);
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+std::string fixture_text(const std::string& relative) {
+  return read_text(source_dir() + "/tests/fixtures/" + relative);
 }
 
 }  // namespace gapless::test

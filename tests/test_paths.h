@@ -14,8 +14,10 @@ const std::string& source_dir();
 // The directory holding gapless-extender, kubectl-gapless and the other binaries.
 const std::string& binary_dir();
 
-// The whole of tests/fixtures/<relative>, read as bytes; throws (failing the test) if it cannot
-// be read.
+// The whole file, read as bytes; throws (failing the test) naming the path if it cannot be read.
+std::string read_text(const std::string& path);
+
+// read_text of tests/fixtures/<relative>.
 std::string fixture_text(const std::string& relative);
 
 }  // namespace gapless::test

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "kubeconfig.h"
 #include "run_command.h"
 #include "temp_dir.h"
+#include "test_paths.h"
 
 namespace {
 
@@ -220,13 +220,6 @@ namespace {
 using test::Exit;
 using test::run_command;
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 TEST_CASE("gapless-agent --once --print prints the annotation, or explains why not") {
@@ -247,7 +240,7 @@ TEST_CASE("gapless-agent --once --print prints the annotation, or explains why n
                                dir.file("libnvidia-ml.so.1") + " 2>" + err);
     CHECK(e.status == 0);
     CHECK(e.out.empty());
-    CHECK_THAT(read_all(err), Catch::Contains("NVML not available"));
+    CHECK_THAT(test::read_text(err), Catch::Contains("NVML not available"));
   }
 }
 

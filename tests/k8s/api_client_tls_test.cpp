@@ -6,27 +6,19 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 
 #include "gapless/k8s/api_client.h"
 #include "temp_dir.h"
+#include "test_paths.h"
 
 using gapless::k8s::ApiClient;
 using gapless::k8s::ClientConfig;
 using gapless::test::TempDir;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // A CA, a second unrelated CA, a server certificate for 127.0.0.1 and localhost, one for
 // another name, and a client certificate, all EC P-256, in one temporary directory.
@@ -59,7 +51,9 @@ leaf client 'extendedKeyUsage=clientAuth'
   }
   bool ok() const { return ok_; }
   std::string path(const std::string& name) const { return dir_.file(name); }
-  std::string pem(const std::string& name) const { return slurp(dir_.file(name)); }
+  std::string pem(const std::string& name) const {
+    return gapless::test::read_text(dir_.file(name));
+  }
 
  private:
   TempDir dir_;

@@ -29,14 +29,6 @@ namespace gapless::test {
 
 using nlohmann::json;
 
-inline std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // A request of kube-scheduler's shape, tests/fixtures/extender/<name>.
 inline std::string extender_fixture_text(const std::string& name) {
   return fixture_text("extender/" + name);

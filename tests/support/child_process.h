@@ -24,7 +24,7 @@ struct SpawnOptions {
 
 // Starts argv[0] (a path, not searched) with `argv`. Returns the child's pid; fails the test if
 // it cannot start.
-inline pid_t spawn(const std::vector<std::string>& argv, const SpawnOptions& options = {}) {
+inline pid_t spawn(std::vector<std::string> argv, const SpawnOptions& options = {}) {
   std::vector<std::string> env_strings = options.extra_env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry = *e;
@@ -39,8 +39,7 @@ inline pid_t spawn(const std::vector<std::string>& argv, const SpawnOptions& opt
     p.push_back(nullptr);
     return p;
   };
-  std::vector<std::string> args = argv;
-  std::vector<char*> arg_pointers = pointers(args);
+  std::vector<char*> arg_pointers = pointers(argv);
   std::vector<char*> env_pointers = pointers(env_strings);
 
   posix_spawn_file_actions_t actions;
