@@ -281,6 +281,21 @@ double percentile(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
 }
 
+// Mean, max and waited % of the multi-GPU pods' pending times (any order).
+void summarize_multi_gpu(const std::vector<double>& pending, DynamicRun& out) {
+  out.multi_gpu_started = static_cast<int>(pending.size());
+  if (pending.empty()) return;
+  double sum = 0;
+  int waited = 0;
+  for (double p : pending) {
+    sum += p;
+    waited += p > 0;
+    out.multi_gpu_pending_max = std::max(out.multi_gpu_pending_max, p);
+  }
+  out.multi_gpu_pending_mean = sum / static_cast<double>(pending.size());
+  out.multi_gpu_waited_pct = 100.0 * waited / static_cast<double>(pending.size());
+}
+
 // The in-process path: the static replay's Placer. A pod that waits is recorded as the
 // extender's filter records it (kFilter): the replay sees every failure.
 class EnginePath : public DynamicPath {
@@ -449,10 +464,13 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
   out.alloc_contended = out.contended_s > 0 ? 100.0 * contended_area / (out.contended_s * capacity)
                                             : std::numeric_limits<double>::quiet_NaN();
 
-  std::vector<double> pending;
+  std::vector<double> pending, multi_gpu;
   for (std::size_t k = 0; k < arrivals; ++k) {
-    if (out.start[k] >= 0) pending.push_back(out.start[k] - out.arrival[k]);
+    if (out.start[k] < 0) continue;
+    pending.push_back(out.start[k] - out.arrival[k]);
+    if (w.pods[a.order[k]].num_gpu >= 2) multi_gpu.push_back(pending.back());
   }
+  summarize_multi_gpu(multi_gpu, out);
   out.started = static_cast<int>(pending.size());
   out.never_placed = out.arrived - out.started;
   if (!pending.empty()) {

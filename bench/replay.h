@@ -115,6 +115,10 @@ struct DynamicRun {
   // Over the started pods: pending time = start - arrival, in seconds.
   double pending_mean = 0, pending_p50 = 0, pending_p99 = 0, pending_max = 0;
   double waited_pct = 0;  // started pods that waited at all, % of started pods
+  // The same over the started multi-GPU pods (2 or more whole GPUs), the ones a packing that
+  // leaves no whole host free makes wait longest; 0 where the trace has none.
+  int multi_gpu_started = 0;
+  double multi_gpu_pending_mean = 0, multi_gpu_pending_max = 0, multi_gpu_waited_pct = 0;
   double horizon = 0;     // the last arrival, seconds
   double alloc_mean = 0;  // time-weighted GPU allocation % over [0, horizon]
   double alloc_peak = 0;  // the highest GPU allocation % reached in [0, horizon]

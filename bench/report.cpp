@@ -225,6 +225,9 @@ std::string dynamic_json_line(const DynamicCell& cell, const DynamicOptions& opt
   both("never_placed", over_runs(cell, &DynamicRun::never_placed), 1);
   both("alloc_pct", over_runs(cell, &DynamicRun::alloc_mean), 3);
   both("alloc_peak_pct", over_runs(cell, &DynamicRun::alloc_peak), 3);
+  both("multi_gpu_pending_mean_s", over_runs(cell, &DynamicRun::multi_gpu_pending_mean), 3);
+  both("multi_gpu_pending_max_s", over_runs(cell, &DynamicRun::multi_gpu_pending_max), 3);
+  both("multi_gpu_waited_pct", over_runs(cell, &DynamicRun::multi_gpu_waited_pct), 3);
   both("contended_s", over_runs(cell, &DynamicRun::contended_s), 1);
   both("alloc_contended_pct", over_runs(cell, &DynamicRun::alloc_contended), 3);
   o << ",\"seconds_per_run\":" << num(over_runs(cell, &DynamicRun::seconds).mean, 3) << "}";
@@ -243,8 +246,9 @@ std::string dynamic_markdown_table(const std::vector<DynamicCell>& cells,
   o << "; mean ± sd over seeds. Pending time = start - arrival (s) over the pods that started; "
        "GPU allocation % time-weighted over [0, last arrival].\n\n"
        "| trace | policy | pending mean (s) | p50 (s) | p99 (s) | max (s) | waited % | "
-       "never placed | GPU alloc % | peak alloc % | alloc % while pods wait |\n"
-       "|---|---|---|---|---|---|---|---|---|---|---|\n";
+       "never placed | GPU alloc % | peak alloc % | alloc % while pods wait | "
+       "multi-GPU pods: mean / max (s) |\n"
+       "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const DynamicCell& c : cells) {
     o << "| " << c.trace << " | " << policy_column(c.policy) << " | "
       << mean_sd(over_runs(c, &DynamicRun::pending_mean), 1) << " | "
@@ -255,7 +259,9 @@ std::string dynamic_markdown_table(const std::vector<DynamicCell>& cells,
       << mean_sd(over_runs(c, &DynamicRun::never_placed), 1) << " | "
       << mean_sd(over_runs(c, &DynamicRun::alloc_mean), 2) << " | "
       << mean_sd(over_runs(c, &DynamicRun::alloc_peak), 2) << " | "
-      << mean_sd(over_runs(c, &DynamicRun::alloc_contended), 2) << " |\n";
+      << mean_sd(over_runs(c, &DynamicRun::alloc_contended), 2) << " | "
+      << mean_sd(over_runs(c, &DynamicRun::multi_gpu_pending_mean), 1) << " / "
+      << mean_sd(over_runs(c, &DynamicRun::multi_gpu_pending_max), 0) << " |\n";
   }
   return o.str();
 }

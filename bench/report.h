@@ -57,10 +57,12 @@ std::string curve_csv(const Cell& cell);
 // waiting pods reach the extender: "filter" or "filter+unschedulable"), trace, policy, seeds,
 // speedup, max_wait_s, pods, horizon_s; pending_mean_s, pending_p50_s, pending_p99_s, pending_max_s
 // (pending time = start - arrival over the pods that started), waited_pct (started pods that waited
-// at all), never_placed, alloc_pct (time-weighted GPU allocation % over [0, last arrival]),
-// alloc_peak_pct, each with a "_sd" twin; seconds_per_run.
+// at all), the multi-GPU pods' (2 or more whole GPUs) multi_gpu_pending_mean_s,
+// multi_gpu_pending_max_s and multi_gpu_waited_pct, never_placed, alloc_pct (time-weighted GPU
+// allocation % over [0, last arrival]), alloc_peak_pct, each with a "_sd" twin; seconds_per_run.
 std::string dynamic_json_line(const DynamicCell& cell, const DynamicOptions& options);
-// One row per (trace, policy): pending mean/p50/p99, waited %, never placed, GPU allocation %.
+// One row per (trace, policy): pending mean/p50/p99, waited %, never placed, GPU allocation %,
+// the multi-GPU pods' mean and max pending.
 std::string dynamic_markdown_table(const std::vector<DynamicCell>& cells,
                                    const DynamicOptions& options);
 // CSV over time, [0, curve_span x last arrival]: time_s, time_pct (of the last arrival's time),

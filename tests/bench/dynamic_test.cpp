@@ -87,6 +87,28 @@ TEST_CASE("dynamic: arrivals, departures and pending times on a two-node cluster
                       "20.0,33.33,100.000,0.000,1.00,0.00\n"));
 }
 
+TEST_CASE("dynamic: the multi-GPU pods' waits are reported on their own", "[bench][dynamic]") {
+  // One node of two GPUs. big waits for s1 (leaves at 10); s2 fits beside s1 and starts at once;
+  // big2 arrives after big left (15) and starts at once.
+  const std::vector<model::Node> nodes = {to_node({"n", 64000, 1 << 20, 2, "T4"})};
+  const Workload w =
+      prepare_workload("micro", {timed("s1", 1, 1000, 0, 10), timed("big", 2, 1000, 1, 5),
+                                 timed("s2", 1, 1000, 2, 1), timed("big2", 2, 1000, 20, 1)});
+  const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 42);
+  const DynamicRun r = replay_dynamic(nodes, w, a, paper("bestfit"), 42, {});
+  CHECK(start_of(w, a, r, "big") == 10);
+  CHECK(start_of(w, a, r, "s2") == 2);
+  CHECK(r.pending_mean == Approx(9.0 / 4));
+  CHECK(r.multi_gpu_started == 2);
+  CHECK(r.multi_gpu_pending_mean == Approx(4.5));
+  CHECK(r.multi_gpu_pending_max == 9);
+  CHECK(r.multi_gpu_waited_pct == Approx(50.0));
+  const std::string line = dynamic_json_line({"micro", "bestfit", {42}, {r}, ""}, {});
+  CHECK(line.find("\"multi_gpu_pending_max_s\":9.000,") != std::string::npos);
+  const std::string table = dynamic_markdown_table({{"micro", "bestfit", {42}, {r}, ""}}, {});
+  CHECK(table.find("| 4.5 ± 0.0 / 9 ± 0 |") != std::string::npos);
+}
+
 TEST_CASE("dynamic: a departure frees capacity for a waiting pod, past one that cannot fit",
           "[bench][dynamic]") {
   const std::vector<model::Node> nodes = two_single_gpu_nodes();
