@@ -3,7 +3,8 @@
 //
 //   gapless-bench --nodes NODE_CSV --pods POD_CSV [--pods ...] --policy P [--policy ...]
 //                 --seeds 42-51 [--json] [--markdown FILE] [--curves DIR]
-//                 [--dynamic [--speedup K] [--max-wait S]] [--scheduler-config FILE]
+//                 [--dynamic [--speedup K] [--max-wait S] [--least-waits]]
+//                 [--scheduler-config FILE]
 //                 [--models-as-node-affinity]
 //
 // P is a strategy name (random, dotprod, clustering, packing, bestfit, fgd, ...) or a policy YAML
@@ -118,6 +119,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-wait", dyn.max_wait,
                  "--dynamic: a pod waiting longer than S seconds gives up (default 0: never)")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--least-waits", dyn.least_waits,
+               "--dynamic, in-process: also the least the longest-waiting multi-GPU pod could have "
+               "waited once it arrived (multi_gpu_longest_bound_s; slower)");
   app.add_option("--scheduler-config", scheduler_config,
                  "as-deployed mode: replay through kube-scheduler configured by this "
                  "KubeSchedulerConfiguration (e.g. manifests/scheduler-config.yaml)");

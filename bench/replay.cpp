@@ -11,6 +11,7 @@
 #include <optional>
 #include <queue>
 #include <thread>
+#include <unordered_map>
 
 #include "gapless/model/cluster.h"
 #include "gapless/placement/choice.h"
@@ -110,6 +111,8 @@ class Placer {
     sched_.wait(info(pod, uid), w_.requests[pod], profile_, t);
   }
   void stop_waiting(const std::string& uid) { sched_.stop_waiting(uid); }
+  // The model as it stands (between calls; the replay is single-threaded).
+  void read(const std::function<void(const model::Cluster&)>& f) const { sched_.read(f); }
 
   // Frees the allocation of `uid`, which place() put on node n.
   void release(const std::string& uid, std::size_t n) {
@@ -302,7 +305,7 @@ class EnginePath : public DynamicPath {
  public:
   EnginePath(const std::vector<model::Node>& nodes, const Workload& w, const Arrivals& a,
              const PolicySetup& policy, std::uint64_t seed)
-      : w_(w), placer_(nodes, w, policy, a.node_priority, seed, /*track_oracle=*/false) {}
+      : nodes_(nodes), w_(w), placer_(nodes, w, policy, a.node_priority, seed, false) {}
 
   std::size_t node_count() const override { return placer_.node_count(); }
   void arrive(int pod, const std::string& uid) override { placer_.observe(pod, uid); }
@@ -317,7 +320,57 @@ class EnginePath : public DynamicPath {
   void gave_up(int, const std::string& uid) override { placer_.stop_waiting(uid); }
   void left(int, const std::string& uid, std::size_t n) override { placer_.release(uid, n); }
 
+  // Per node that could take the pod empty: its running pods put back on the empty node, then
+  // taken off in the order they leave until the pod fits. Nodes are tried soonest-empty first,
+  // and one whose first departure is no sooner than the best found so far is skipped (the pod
+  // fits none now, so no node has room before its first departure).
+  double earliest_room(int pod, double t, const LeavesAt& leaves_at) const override {
+    const model::GpuRequest& req = w_.requests[pod];
+    double best = std::numeric_limits<double>::infinity();
+    placer_.read([&](const model::Cluster& live) {
+      using Running = std::vector<std::pair<double, const model::Allocation*>>;
+      std::unordered_map<std::string, Running> on_node;
+      for (const model::Allocation* a : live.allocations()) {
+        on_node[a->node].emplace_back(leaves_at(a->pod_uid), a);
+      }
+      std::vector<std::pair<double, const model::Node*>> candidates;  // (empties at, node)
+      for (const model::Node& empty : nodes_) {
+        if (placement::quick_fit(empty, req).code != placement::FitCode::kFits) continue;
+        const model::Node* now = live.find_node(empty.name);
+        if (now != nullptr && placement::quick_fit(*now, req).code == placement::FitCode::kFits) {
+          best = t;  // held for another waiting pod, say: room already
+          return;
+        }
+        Running& running = on_node[empty.name];
+        std::sort(running.begin(), running.end(), [](const auto& x, const auto& y) {
+          return x.first < y.first || (x.first == y.first && x.second->pod_uid < y.second->pod_uid);
+        });
+        candidates.emplace_back(running.empty() ? t : running.back().first, &empty);
+      }
+      std::sort(candidates.begin(), candidates.end(),
+                [](const auto& x, const auto& y) { return x.first < y.first; });
+      for (const auto& [empties, empty] : candidates) {
+        const Running& running = on_node[empty->name];
+        if (empties >= best || running.empty() || running.front().first >= best) continue;
+        model::Cluster one;
+        one.set_check_host(true);
+        one.upsert_node(*empty);
+        for (const auto& r : running) (void)one.commit(*r.second);
+        for (const auto& [leaves, a] : running) {  // it fits once all are gone, at the latest
+          one.release(a->pod_uid);
+          if (placement::quick_fit(*one.find_node(empty->name), req).code ==
+              placement::FitCode::kFits) {
+            best = std::min(best, std::max(t, leaves));
+            break;
+          }
+        }
+      }
+    });
+    return best;
+  }
+
  private:
+  const std::vector<model::Node>& nodes_;
   const Workload& w_;
   Placer placer_;
 };
@@ -382,6 +435,10 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
     }
     last = t;
   };
+  std::vector<double> leaves(arrivals, std::numeric_limits<double>::infinity());
+  // Multi-GPU pods that waited: earliest_room - arrival (NaN unless options.least_waits).
+  std::vector<double> bound(arrivals,
+                            options.least_waits ? 0.0 : std::numeric_limits<double>::quiet_NaN());
   auto start_pod = [&](std::size_t k, double t) {
     const int pod = a.order[k];
     std::int64_t granted = 0;
@@ -393,8 +450,12 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
     node_of[k] = n;
     granted_of[k] = granted;
     const TracePod& p = w.pods[pod];
-    departures.push({t + static_cast<double>(p.deletion_time - p.creation_time), k});
+    leaves[k] = t + static_cast<double>(p.deletion_time - p.creation_time);
+    departures.push({leaves[k], k});
     return true;
+  };
+  const DynamicPath::LeavesAt leaves_at = [&](const std::string& uid) {
+    return leaves[std::stoul(uid.substr(4))];  // "pod-K"
   };
   auto retry = [&](double t) {
     ++pass;
@@ -450,6 +511,10 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
       advance(arrive);
       path.arrive(a.order[next], "pod-" + std::to_string(next));
       if (!start_pod(next, arrive)) {
+        const int pod = a.order[next];
+        if (options.least_waits && w.pods[pod].num_gpu >= 2) {
+          bound[next] = path.earliest_room(pod, arrive, leaves_at) - arrive;
+        }
         waiting.push_back(next);
         path.waiting(a.order[next], "pod-" + std::to_string(next), arrive);
       }
@@ -465,10 +530,18 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
                                             : std::numeric_limits<double>::quiet_NaN();
 
   std::vector<double> pending, multi_gpu;
+  double longest = 0;
+  out.multi_gpu_longest_bound =
+      options.least_waits ? 0.0 : std::numeric_limits<double>::quiet_NaN();
   for (std::size_t k = 0; k < arrivals; ++k) {
     if (out.start[k] < 0) continue;
     pending.push_back(out.start[k] - out.arrival[k]);
-    if (w.pods[a.order[k]].num_gpu >= 2) multi_gpu.push_back(pending.back());
+    if (w.pods[a.order[k]].num_gpu < 2) continue;
+    multi_gpu.push_back(pending.back());
+    if (pending.back() > longest) {
+      longest = pending.back();
+      out.multi_gpu_longest_bound = bound[k];
+    }
   }
   summarize_multi_gpu(multi_gpu, out);
   out.started = static_cast<int>(pending.size());

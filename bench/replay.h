@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -96,8 +97,11 @@ std::int64_t gpu_capacity_milli(const std::vector<model::Node>& nodes);
 // arrival for as long again (curve_span), so that the drain shows.
 
 struct DynamicOptions {
-  double speedup = 1;      // arrival times are creation_time / speedup; lifetimes are not scaled
-  double max_wait = 0;     // seconds a pod waits before it gives up; 0: it waits forever
+  double speedup = 1;   // arrival times are creation_time / speedup; lifetimes are not scaled
+  double max_wait = 0;  // seconds a pod waits before it gives up; 0: it waits forever
+  // DynamicRun::multi_gpu_longest_bound: DynamicPath::earliest_room for every multi-GPU pod
+  // that does not start on arrival (a pass over the nodes each; up to 10x slower a run).
+  bool least_waits = false;
   int curve_points = 201;  // samples of the curves over [0, curve_span x last arrival]
   double curve_span = 2;
 };
@@ -119,6 +123,11 @@ struct DynamicRun {
   // leaves no whole host free makes wait longest; 0 where the trace has none.
   int multi_gpu_started = 0;
   double multi_gpu_pending_mean = 0, multi_gpu_pending_max = 0, multi_gpu_waited_pct = 0;
+  // For the multi-GPU pod that waited longest: DynamicPath::earliest_room at its arrival minus
+  // its arrival, the least it could have waited once it arrived (0 where none waited; NaN
+  // without DynamicOptions::least_waits and as deployed). Equal to multi_gpu_pending_max: its
+  // wait was decided by where earlier pods went.
+  double multi_gpu_longest_bound = 0;
   double horizon = 0;     // the last arrival, seconds
   double alloc_mean = 0;  // time-weighted GPU allocation % over [0, horizon]
   double alloc_peak = 0;  // the highest GPU allocation % reached in [0, horizon]
@@ -155,6 +164,16 @@ class DynamicPath {
   virtual void gave_up(int pod, const std::string& uid) = 0;
   // It ran its lifetime on node n (start's answer) and left.
   virtual void left(int pod, const std::string& uid, std::size_t n) = 0;
+  // A diagnostic for a pod that did not start on arrival at t: the earliest time any node
+  // could take it had nothing new been placed after t, the pods running then leaving at
+  // leaves_at(uid) (the trace's lifetimes, which no scheduler knows). No queue order, drain
+  // target or policy acting after t can start the pod sooner without evicting a pod. NaN where
+  // the path cannot tell (as deployed: the model is the extender's).
+  using LeavesAt = std::function<double(const std::string& uid)>;
+  virtual double earliest_room(int pod, double t, const LeavesAt& leaves_at) const {
+    (void)pod, (void)t, (void)leaves_at;
+    return std::numeric_limits<double>::quiet_NaN();
+  }
 };
 
 // REQUIRES: nodes sorted by name, arrivals from make_dynamic_arrivals for them.

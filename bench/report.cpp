@@ -228,6 +228,7 @@ std::string dynamic_json_line(const DynamicCell& cell, const DynamicOptions& opt
   both("multi_gpu_pending_mean_s", over_runs(cell, &DynamicRun::multi_gpu_pending_mean), 3);
   both("multi_gpu_pending_max_s", over_runs(cell, &DynamicRun::multi_gpu_pending_max), 3);
   both("multi_gpu_waited_pct", over_runs(cell, &DynamicRun::multi_gpu_waited_pct), 3);
+  both("multi_gpu_longest_bound_s", over_runs(cell, &DynamicRun::multi_gpu_longest_bound), 3);
   both("contended_s", over_runs(cell, &DynamicRun::contended_s), 1);
   both("alloc_contended_pct", over_runs(cell, &DynamicRun::alloc_contended), 3);
   o << ",\"seconds_per_run\":" << num(over_runs(cell, &DynamicRun::seconds).mean, 3) << "}";
