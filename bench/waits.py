@@ -14,6 +14,8 @@ where a trace lacks one of the four runs.
 import json
 import sys
 
+from generalization import set_of  # the three sets, named as in the generalization table
+
 DEFAULT = "policies/default.yaml"
 MEAN, TOP = "multi_gpu_pending_mean_s", "multi_gpu_pending_max_s"
 RUNS = [("default", "process"), ("fgd", "process"), ("default", "deployed"), ("fgd", "deployed")]
@@ -36,14 +38,6 @@ def load(paths):
                 key = (policy, "deployed" if deployed else "process")
                 rows.setdefault(r["trace"], {})[key] = r
     return rows
-
-
-def set_of(trace):
-    if trace.startswith("tune-"):
-        return "tuning half"
-    if trace.startswith("val-"):
-        return "validation half"
-    return "Alibaba"
 
 
 def pair(runs, mode, field):
