@@ -16,24 +16,28 @@ import sys
 DEFAULT = "policies/default.yaml"
 
 
-def load(paths):
-    rows = {}
+def json_lines(paths):
+    """Every object of the given JSON-lines files (gapless-bench --json), blank lines skipped."""
     for path in paths:
         with open(path, encoding="utf-8") as f:
             for line in f:
-                if not line.strip():
-                    continue
-                r = json.loads(line)
-                if r.get("replay") == "dynamic":
-                    continue
-                deployed = r.get("mode") == "deployed"
-                if deployed and r["policy"] == DEFAULT:
-                    key = "default"
-                elif not deployed and r["policy"] in ("fgd", "bestfit"):
-                    key = r["policy"]
-                else:
-                    continue
-                rows.setdefault(r["trace"], {})[key] = r
+                if line.strip():
+                    yield json.loads(line)
+
+
+def load(paths):
+    rows = {}
+    for r in json_lines(paths):
+        if r.get("replay") == "dynamic":
+            continue
+        deployed = r.get("mode") == "deployed"
+        if deployed and r["policy"] == DEFAULT:
+            key = "default"
+        elif not deployed and r["policy"] in ("fgd", "bestfit"):
+            key = r["policy"]
+        else:
+            continue
+        rows.setdefault(r["trace"], {})[key] = r
     return rows
 
 

@@ -11,10 +11,9 @@ synthetic tuning half `tune-*`, the validation half `val-*`) and per mode, on ho
 default's multi-GPU pods wait no longer than FGD's, on average and at the longest. Exit status 1
 where a trace lacks one of the four runs.
 """
-import json
 import sys
 
-from generalization import set_of  # the three sets, named as in the generalization table
+from generalization import json_lines, set_of  # the sets named as in the generalization table
 
 DEFAULT = "policies/default.yaml"
 MEAN, TOP = "multi_gpu_pending_mean_s", "multi_gpu_pending_max_s"
@@ -23,20 +22,15 @@ RUNS = [("default", "process"), ("fgd", "process"), ("default", "deployed"), ("f
 
 def load(paths):
     rows = {}
-    for path in paths:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if not line.strip():
-                    continue
-                r = json.loads(line)
-                deployed = r.get("mode") == "deployed" and r.get("replay") == "dynamic"
-                if not deployed and r.get("mode") != "dynamic":
-                    continue
-                policy = "default" if r["policy"] == DEFAULT else r["policy"]
-                if policy not in ("default", "fgd"):
-                    continue
-                key = (policy, "deployed" if deployed else "process")
-                rows.setdefault(r["trace"], {})[key] = r
+    for r in json_lines(paths):
+        deployed = r.get("mode") == "deployed" and r.get("replay") == "dynamic"
+        if not deployed and r.get("mode") != "dynamic":
+            continue
+        policy = "default" if r["policy"] == DEFAULT else r["policy"]
+        if policy not in ("default", "fgd"):
+            continue
+        key = (policy, "deployed" if deployed else "process")
+        rows.setdefault(r["trace"], {})[key] = r
     return rows
 
 
