@@ -321,9 +321,10 @@ class EnginePath : public DynamicPath {
   void left(int, const std::string& uid, std::size_t n) override { placer_.release(uid, n); }
 
   // Per node that could take the pod empty: its running pods put back on the empty node, then
-  // taken off in the order they leave until the pod fits. Nodes are tried soonest-empty first,
-  // and one whose first departure is no sooner than the best found so far is skipped (the pod
-  // fits none now, so no node has room before its first departure).
+  // taken off in the order they leave until the pod fits. Nodes are tried soonest-empty first
+  // (an upper bound on their room, so the best found falls early), and one whose first
+  // departure is no sooner than the best found so far is skipped (the pod fits none now, so no
+  // node has room before its first departure).
   double earliest_room(int pod, double t, const LeavesAt& leaves_at) const override {
     const model::GpuRequest& req = w_.requests[pod];
     double best = std::numeric_limits<double>::infinity();
@@ -351,7 +352,7 @@ class EnginePath : public DynamicPath {
                 [](const auto& x, const auto& y) { return x.first < y.first; });
       for (const auto& [empties, empty] : candidates) {
         const Running& running = on_node[empty->name];
-        if (empties >= best || running.empty() || running.front().first >= best) continue;
+        if (running.empty() || running.front().first >= best) continue;
         model::Cluster one;
         one.set_check_host(true);
         one.upsert_node(*empty);

@@ -139,6 +139,24 @@ TEST_CASE("dynamic: the longest multi-GPU wait beside the least it could have be
             .find("\"multi_gpu_longest_bound_s\":null,") != std::string::npos);
 }
 
+TEST_CASE("dynamic: the least wait counts a node that has room long before it empties",
+          "[bench][dynamic]") {
+  // x fills b (2 GPUs, leaves at 50); y and z fill a (4 GPUs), y leaving at 10, z at 1000. r
+  // (2 GPUs, at 3) has room on a at 10, though a empties last and b first.
+  const std::vector<model::Node> nodes = {to_node({"a", 64000, 1 << 20, 4, "T4"}),
+                                          to_node({"b", 64000, 1 << 20, 2, "T4"})};
+  const Workload w =
+      prepare_workload("micro", {timed("x", 2, 1000, 0, 50), timed("y", 2, 1000, 1, 9),
+                                 timed("z", 2, 1000, 2, 998), timed("r", 2, 1000, 3, 5)});
+  const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 42);
+  DynamicOptions opt;
+  opt.least_waits = true;
+  const DynamicRun run = replay_dynamic(nodes, w, a, paper("bestfit"), 42, opt);
+  CHECK(start_of(w, a, run, "r") == 10);
+  CHECK(run.multi_gpu_pending_max == 7);
+  CHECK(run.multi_gpu_longest_bound == 7);
+}
+
 TEST_CASE("dynamic: a departure frees capacity for a waiting pod, past one that cannot fit",
           "[bench][dynamic]") {
   const std::vector<model::Node> nodes = two_single_gpu_nodes();
