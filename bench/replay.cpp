@@ -284,19 +284,23 @@ double percentile(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
 }
 
-// Mean, max and waited % of the multi-GPU pods' pending times (any order).
-void summarize_multi_gpu(const std::vector<double>& pending, DynamicRun& out) {
-  out.multi_gpu_started = static_cast<int>(pending.size());
-  if (pending.empty()) return;
+// Mean, max and share that waited at all (%) of pending times, in any order; zeros if none.
+struct PendingSummary {
+  double mean = 0, max = 0, waited_pct = 0;
+};
+PendingSummary summarize_pending(const std::vector<double>& pending) {
+  PendingSummary s;
+  if (pending.empty()) return s;
   double sum = 0;
   int waited = 0;
   for (double p : pending) {
     sum += p;
     waited += p > 0;
-    out.multi_gpu_pending_max = std::max(out.multi_gpu_pending_max, p);
+    s.max = std::max(s.max, p);
   }
-  out.multi_gpu_pending_mean = sum / static_cast<double>(pending.size());
-  out.multi_gpu_waited_pct = 100.0 * waited / static_cast<double>(pending.size());
+  s.mean = sum / static_cast<double>(pending.size());
+  s.waited_pct = 100.0 * waited / static_cast<double>(pending.size());
+  return s;
 }
 
 // The in-process path: the static replay's Placer. A pod that waits is recorded as the
@@ -544,22 +548,21 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
       out.multi_gpu_longest_bound = bound[k];
     }
   }
-  summarize_multi_gpu(multi_gpu, out);
+  const PendingSummary multi = summarize_pending(multi_gpu);
+  out.multi_gpu_started = static_cast<int>(multi_gpu.size());
+  out.multi_gpu_pending_mean = multi.mean;
+  out.multi_gpu_pending_max = multi.max;
+  out.multi_gpu_waited_pct = multi.waited_pct;
   out.started = static_cast<int>(pending.size());
   out.never_placed = out.arrived - out.started;
   if (!pending.empty()) {
-    std::sort(pending.begin(), pending.end());
-    double sum = 0;
-    int waited = 0;
-    for (double p : pending) {
-      sum += p;
-      waited += p > 0;
-    }
-    out.pending_mean = sum / static_cast<double>(pending.size());
+    std::sort(pending.begin(), pending.end());  // for the percentiles
+    const PendingSummary all = summarize_pending(pending);
+    out.pending_mean = all.mean;
+    out.pending_max = all.max;
+    out.waited_pct = all.waited_pct;
     out.pending_p50 = percentile(pending, 0.50);
     out.pending_p99 = percentile(pending, 0.99);
-    out.pending_max = pending.back();
-    out.waited_pct = 100.0 * waited / static_cast<double>(pending.size());
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
   return out;
