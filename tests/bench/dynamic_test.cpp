@@ -34,6 +34,13 @@ double start_of(const Workload& w, const Arrivals& a, const DynamicRun& r,
   return -1;
 }
 
+// The options that also compute the least wait of the longest-waiting multi-GPU pod.
+DynamicOptions least_waits() {
+  DynamicOptions opt;
+  opt.least_waits = true;
+  return opt;
+}
+
 }  // namespace
 
 TEST_CASE("dynamic: arrivals, departures and pending times on a two-node cluster",
@@ -95,9 +102,7 @@ TEST_CASE("dynamic: the multi-GPU pods' waits are reported on their own", "[benc
       prepare_workload("micro", {timed("s1", 1, 1000, 0, 10), timed("big", 2, 1000, 1, 5),
                                  timed("s2", 1, 1000, 2, 1), timed("big2", 2, 1000, 20, 1)});
   const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 42);
-  DynamicOptions opt;
-  opt.least_waits = true;
-  const DynamicRun r = replay_dynamic(nodes, w, a, paper("bestfit"), 42, opt);
+  const DynamicRun r = replay_dynamic(nodes, w, a, paper("bestfit"), 42, least_waits());
   CHECK(start_of(w, a, r, "big") == 10);
   CHECK(start_of(w, a, r, "s2") == 2);
   CHECK(r.pending_mean == Approx(9.0 / 4));
@@ -124,9 +129,7 @@ TEST_CASE("dynamic: the longest multi-GPU wait beside the least it could have be
                                  timed("p3", 1, 1000, 0, 50), timed("q", 1, 1000, 1, 1000),
                                  timed("r", 2, 1000, 2, 5)});
   const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 42);
-  DynamicOptions opt;
-  opt.least_waits = true;
-  const DynamicRun run = replay_dynamic(nodes, w, a, paper("bestfit"), 42, opt);
+  const DynamicRun run = replay_dynamic(nodes, w, a, paper("bestfit"), 42, least_waits());
   CHECK(start_of(w, a, run, "q") == 10);
   CHECK(start_of(w, a, run, "r") == 100);
   CHECK(run.multi_gpu_pending_max == 98);
@@ -149,9 +152,7 @@ TEST_CASE("dynamic: the least wait counts a node that has room long before it em
       prepare_workload("micro", {timed("x", 2, 1000, 0, 50), timed("y", 2, 1000, 1, 9),
                                  timed("z", 2, 1000, 2, 998), timed("r", 2, 1000, 3, 5)});
   const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 42);
-  DynamicOptions opt;
-  opt.least_waits = true;
-  const DynamicRun run = replay_dynamic(nodes, w, a, paper("bestfit"), 42, opt);
+  const DynamicRun run = replay_dynamic(nodes, w, a, paper("bestfit"), 42, least_waits());
   CHECK(start_of(w, a, run, "r") == 10);
   CHECK(run.multi_gpu_pending_max == 7);
   CHECK(run.multi_gpu_longest_bound == 7);
