@@ -28,4 +28,8 @@ std::string fixture_text(const std::string& relative) {
   return read_text(source_dir() + "/tests/fixtures/" + relative);
 }
 
+std::string topology_fixture_text(const std::string& name) {
+  return fixture_text("topologies/" + name + ".json");
+}
+
 }  // namespace gapless::test

@@ -20,4 +20,7 @@ std::string read_text(const std::string& path);
 // read_text of tests/fixtures/<relative>.
 std::string fixture_text(const std::string& relative);
 
+// A node's topology annotation as the agent writes it, tests/fixtures/topologies/<name>.json.
+std::string topology_fixture_text(const std::string& name);
+
 }  // namespace gapless::test

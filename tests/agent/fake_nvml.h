@@ -56,10 +56,6 @@ inline nlohmann::json fake_nvml_mig_state() {
   return doc;
 }
 
-inline std::string topology_fixture_text(const std::string& name) {
-  return gapless::test::fixture_text("topologies/" + name + ".json");
-}
-
 inline model::Node parse_annotation(const std::string& node, const std::string& text) {
   auto r = k8s::node_from_topology_annotation(node, text);
   INFO((r.ok() ? std::string() : r.error()) << "\n" << text);

@@ -50,10 +50,6 @@ bool print_table() {
   return v != nullptr && std::string(v) == "1";
 }
 
-std::string topology_text(const std::string& name) {
-  return gapless::test::fixture_text("topologies/" + name + ".json");
-}
-
 model::Node node_from(const std::string& name, const std::string& annotation) {
   auto r = k8s::node_from_topology_annotation(name, annotation);
   INFO(name << ": " << (r.ok() ? "" : r.error()));
@@ -62,13 +58,13 @@ model::Node node_from(const std::string& name, const std::string& annotation) {
 }
 
 model::Node fixture(const std::string& name) {
-  return node_from(name, topology_text(name));
+  return node_from(name, gapless::test::topology_fixture_text(name));
 }
 
 // The fixture with its annotation edited as JSON first (health flags, degraded links).
 template <typename Edit>
 model::Node edited_fixture(const std::string& name, Edit edit) {
-  nlohmann::json doc = nlohmann::json::parse(topology_text(name));
+  nlohmann::json doc = nlohmann::json::parse(gapless::test::topology_fixture_text(name));
   edit(doc);
   return node_from(name, doc.dump());
 }
