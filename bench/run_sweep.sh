@@ -84,14 +84,12 @@ for deployed in "" "--scheduler-config manifests/scheduler-config.yaml"; do
   # shellcheck disable=SC2086  # $deployed is empty or two words
   "$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" "${timed[@]}" \
     --dynamic --speedup 100000 --least-waits --policy policies/default.yaml --policy fgd \
-    --seeds "$seeds" \
-    "${threads[@]}" $deployed --json --quiet >>"$waits"
+    --seeds "$seeds" "${threads[@]}" $deployed --json --quiet >>"$waits"
   for p in "$synthetic"/pods/*.csv; do
     t=$(basename "$p" .csv)
     # shellcheck disable=SC2086
     "$build/gapless-bench" --nodes "$synthetic/nodes/$t.csv" --pods "$p" --dynamic --speedup 300 \
-      --least-waits \
-      --policy policies/default.yaml --policy fgd --seeds "$seeds" "${threads[@]}" $deployed \
+      --least-waits --policy policies/default.yaml --policy fgd --seeds "$seeds" "${threads[@]}" $deployed \
       --json --quiet >>"$waits"
   done
 done
