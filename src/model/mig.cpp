@@ -28,8 +28,8 @@ const std::array<Slot, 7> kSlots = {{
 std::vector<MigProfile> make_family(std::array<std::string_view, 7> names) {
   std::vector<MigProfile> out;
   for (std::size_t i = 0; i < kSlots.size(); ++i) {
-    out.push_back({names[i], kSlots[i].compute, kSlots[i].memory_slices, kSlots[i].starts,
-                   kSlots[i].me});
+    out.push_back(
+        {names[i], kSlots[i].compute, kSlots[i].memory_slices, kSlots[i].starts, kSlots[i].me});
   }
   return out;
 }
@@ -37,24 +37,30 @@ std::vector<MigProfile> make_family(std::array<std::string_view, 7> names) {
 // Names per family, in slot order: 7g, 4g, 3g, 2g, 1g double, 1g, 1g+me.
 const std::vector<MigProfile>& family_table(MigFamily f) {
   static const std::vector<MigProfile> kEmpty;
-  static const std::vector<MigProfile> a100_40 = make_family(
-      {"7g.40gb", "4g.20gb", "3g.20gb", "2g.10gb", "1g.10gb", "1g.5gb", "1g.5gb+me"});
-  static const std::vector<MigProfile> a100_80 = make_family(
-      {"7g.80gb", "4g.40gb", "3g.40gb", "2g.20gb", "1g.20gb", "1g.10gb", "1g.10gb+me"});
-  static const std::vector<MigProfile> h100_94 = make_family(
-      {"7g.94gb", "4g.47gb", "3g.47gb", "2g.24gb", "1g.24gb", "1g.12gb", "1g.12gb+me"});
-  static const std::vector<MigProfile> h100_96 = make_family(
-      {"7g.96gb", "4g.48gb", "3g.48gb", "2g.24gb", "1g.24gb", "1g.12gb", "1g.12gb+me"});
+  static const std::vector<MigProfile> a100_40 =
+      make_family({"7g.40gb", "4g.20gb", "3g.20gb", "2g.10gb", "1g.10gb", "1g.5gb", "1g.5gb+me"});
+  static const std::vector<MigProfile> a100_80 =
+      make_family({"7g.80gb", "4g.40gb", "3g.40gb", "2g.20gb", "1g.20gb", "1g.10gb", "1g.10gb+me"});
+  static const std::vector<MigProfile> h100_94 =
+      make_family({"7g.94gb", "4g.47gb", "3g.47gb", "2g.24gb", "1g.24gb", "1g.12gb", "1g.12gb+me"});
+  static const std::vector<MigProfile> h100_96 =
+      make_family({"7g.96gb", "4g.48gb", "3g.48gb", "2g.24gb", "1g.24gb", "1g.12gb", "1g.12gb+me"});
   static const std::vector<MigProfile> h200 = make_family(
       {"7g.141gb", "4g.71gb", "3g.71gb", "2g.35gb", "1g.35gb", "1g.18gb", "1g.18gb+me"});
   switch (f) {
-    case MigFamily::kA100_40GB: return a100_40;
+    case MigFamily::kA100_40GB:
+      return a100_40;
     case MigFamily::kA100_80GB:
-    case MigFamily::kH100_80GB: return a100_80;  // H100-80GB uses the A100-80GB names
-    case MigFamily::kH100_94GB: return h100_94;
-    case MigFamily::kH100_96GB: return h100_96;
-    case MigFamily::kH200: return h200;
-    case MigFamily::kNone: break;
+    case MigFamily::kH100_80GB:
+      return a100_80;  // H100-80GB uses the A100-80GB names
+    case MigFamily::kH100_94GB:
+      return h100_94;
+    case MigFamily::kH100_96GB:
+      return h100_96;
+    case MigFamily::kH200:
+      return h200;
+    case MigFamily::kNone:
+      break;
   }
   return kEmpty;
 }
@@ -83,7 +89,9 @@ MigFamily mig_family_of(std::string_view product) {
   return MigFamily::kNone;
 }
 
-std::span<const MigProfile> mig_profiles(MigFamily family) { return family_table(family); }
+std::span<const MigProfile> mig_profiles(MigFamily family) {
+  return family_table(family);
+}
 
 std::vector<std::string_view> known_mig_profile_names() {
   std::vector<std::string_view> names;

@@ -19,7 +19,9 @@ bool parse_pcie_path(std::string_view word, PciePath* out) {
   return false;
 }
 
-std::string_view to_string(PciePath path) { return kPathWords[static_cast<std::size_t>(path)]; }
+std::string_view to_string(PciePath path) {
+  return kPathWords[static_cast<std::size_t>(path)];
+}
 
 int Link::weight() const {
   if (is_nvlink()) return 100 * std::min(nvlink_count, kMaxWeight / 100);
@@ -57,6 +59,8 @@ Link LinkGraph::get(int a, int b) const {
   return exists ? g_[e] : Link{};
 }
 
-int LinkGraph::nvlink_degree(int a) const { return std::popcount(nvlink_masks_[a]); }
+int LinkGraph::nvlink_degree(int a) const {
+  return std::popcount(nvlink_masks_[a]);
+}
 
 }  // namespace gapless::model

@@ -12,8 +12,12 @@ namespace {
 
 using model::RequestKind;
 
-QuickFit never(FitReason why) { return {FitCode::kUnresolvable, why}; }
-QuickFit not_now(FitReason why) { return {FitCode::kFullNow, why}; }
+QuickFit never(FitReason why) {
+  return {FitCode::kUnresolvable, why};
+}
+QuickFit not_now(FitReason why) {
+  return {FitCode::kFullNow, why};
+}
 
 QuickFit check_gpus(const model::Node& node, const model::GpuRequest& req) {
   std::uint64_t able = 0, free = 0;
@@ -46,14 +50,17 @@ QuickFit check_mig(const model::Node& node, const model::GpuRequest& req) {
 std::string what(const model::GpuRequest& req) {
   const std::string k = std::to_string(req.units());
   switch (req.kind) {
-    case RequestKind::kWhole: return k + " whole GPU(s)";
+    case RequestKind::kWhole:
+      return k + " whole GPU(s)";
     case RequestKind::kShared:
       return k + " GPU(s) with " + std::to_string(req.shared.memory_mib) + " MiB vRAM and " +
              std::to_string(req.shared.compute_milli) + " milli compute";
     case RequestKind::kGpushare:
       return "one GPU with " + std::to_string(req.gpushare_units) + " aliyun.com/gpu-mem units";
-    case RequestKind::kMig: return k + " MIG " + req.mig_profile + " instance(s)";
-    case RequestKind::kNone: break;
+    case RequestKind::kMig:
+      return k + " MIG " + req.mig_profile + " instance(s)";
+    case RequestKind::kNone:
+      break;
   }
   return k + " GPU(s)";
 }
@@ -96,9 +103,14 @@ std::string describe(FitReason why, const model::GpuRequest& req) {
   const std::string k = std::to_string(req.units());
   std::string text;
   switch (why) {
-    case FitReason::kNone: return "";
-    case FitReason::kNoGpus: text = "node has no GPUs known to Gapless"; break;
-    case FitReason::kFenced: text = "node is fenced until its allocation records can be read"; break;
+    case FitReason::kNone:
+      return "";
+    case FitReason::kNoGpus:
+      text = "node has no GPUs known to Gapless";
+      break;
+    case FitReason::kFenced:
+      text = "node is fenced until its allocation records can be read";
+      break;
     case FitReason::kModelMismatch: {
       std::string models;
       for (const auto& m : req.models) models += (models.empty() ? "" : ",") + m;
@@ -110,33 +122,57 @@ std::string describe(FitReason why, const model::GpuRequest& req) {
                  ? "node cannot hold " + what(req)
                  : "node has fewer than " + what(req) + " that could serve this pod";
       break;
-    case FitReason::kNoNvlinkSet: text = "node has no " + k + " GPUs all connected by NVLink"; break;
-    case FitReason::kInsufficientFree: text = "fewer than " + what(req) + " free"; break;
-    case FitReason::kNoFreeNvlinkSet: text = "no " + k + " free GPUs all connected by NVLink"; break;
+    case FitReason::kNoNvlinkSet:
+      text = "node has no " + k + " GPUs all connected by NVLink";
+      break;
+    case FitReason::kInsufficientFree:
+      text = "fewer than " + what(req) + " free";
+      break;
+    case FitReason::kNoFreeNvlinkSet:
+      text = "no " + k + " free GPUs all connected by NVLink";
+      break;
     case FitReason::kMigProfileAbsent:
       text = "no GPU on the node offers MIG profile " + req.mig_profile;
       break;
-    case FitReason::kInsufficientFreeMig: text = "fewer than " + what(req) + " free"; break;
-    case FitReason::kInsufficientCpu: text = "node lacks the CPU this pod requests"; break;
-    case FitReason::kInsufficientMemory: text = "node lacks the memory this pod requests"; break;
+    case FitReason::kInsufficientFreeMig:
+      text = "fewer than " + what(req) + " free";
+      break;
+    case FitReason::kInsufficientCpu:
+      text = "node lacks the CPU this pod requests";
+      break;
+    case FitReason::kInsufficientMemory:
+      text = "node lacks the memory this pod requests";
+      break;
   }
   return "gapless: " + text;
 }
 
 std::string_view label(FitReason why) {
   switch (why) {
-    case FitReason::kNone: return "";
-    case FitReason::kNoGpus: return "no_gpus";
-    case FitReason::kFenced: return "node_fenced";
-    case FitReason::kModelMismatch: return "model_mismatch";
-    case FitReason::kInsufficientCapacity: return "insufficient_capacity";
-    case FitReason::kNoNvlinkSet: return "no_nvlink_set";
-    case FitReason::kInsufficientFree: return "insufficient_free_gpus";
-    case FitReason::kNoFreeNvlinkSet: return "no_free_nvlink_set";
-    case FitReason::kMigProfileAbsent: return "mig_profile_absent";
-    case FitReason::kInsufficientFreeMig: return "insufficient_free_mig";
-    case FitReason::kInsufficientCpu: return "insufficient_cpu";
-    case FitReason::kInsufficientMemory: return "insufficient_memory";
+    case FitReason::kNone:
+      return "";
+    case FitReason::kNoGpus:
+      return "no_gpus";
+    case FitReason::kFenced:
+      return "node_fenced";
+    case FitReason::kModelMismatch:
+      return "model_mismatch";
+    case FitReason::kInsufficientCapacity:
+      return "insufficient_capacity";
+    case FitReason::kNoNvlinkSet:
+      return "no_nvlink_set";
+    case FitReason::kInsufficientFree:
+      return "insufficient_free_gpus";
+    case FitReason::kNoFreeNvlinkSet:
+      return "no_free_nvlink_set";
+    case FitReason::kMigProfileAbsent:
+      return "mig_profile_absent";
+    case FitReason::kInsufficientFreeMig:
+      return "insufficient_free_mig";
+    case FitReason::kInsufficientCpu:
+      return "insufficient_cpu";
+    case FitReason::kInsufficientMemory:
+      return "insufficient_memory";
   }
   return "";
 }

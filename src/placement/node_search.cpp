@@ -62,7 +62,8 @@ struct Search {
     }
     best_links = links_key;
     best_score = mean;
-    best_conn = use_topology && k >= 2 ? std::min(1.0, link_sum / pairs() / model::Link::kMaxWeight) : 1.0;
+    best_conn =
+        use_topology && k >= 2 ? std::min(1.0, link_sum / pairs() / model::Link::kMaxWeight) : 1.0;
     best_pick = pick;
     best_left = break_ties ? (left >= 0 ? left : clique_left()) : -1;
     found = true;
@@ -226,8 +227,8 @@ bool first_nvlink_clique(const model::LinkGraph& links, Mask candidates, int k, 
 }  // namespace
 
 std::optional<GpuSet> best_set(const model::Node& node, const std::vector<int>& candidates,
-                               const std::vector<double>& scores, int k,
-                               model::TopologyWish wish, const Profile& profile, bool break_ties) {
+                               const std::vector<double>& scores, int k, model::TopologyWish wish,
+                               const Profile& profile, bool break_ties) {
   const int n = static_cast<int>(candidates.size());
   if (k <= 0 || n < k || n > model::LinkGraph::kMaxGpus) return std::nullopt;
   const bool use_topology = wish != model::TopologyWish::kNone && k >= 2;

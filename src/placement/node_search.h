@@ -38,8 +38,7 @@ bool nvlink_clique_exists(const model::LinkGraph& links, std::uint64_t candidate
 // With `break_ties`, sets with an equal objective are told apart by the NVLink clique they leave
 // free (largest wins), so a pick breaks as few islands as possible; node scoring skips that work.
 std::optional<GpuSet> best_set(const model::Node& node, const std::vector<int>& candidates,
-                               const std::vector<double>& scores, int k,
-                               model::TopologyWish wish, const Profile& profile,
-                               bool break_ties = false);
+                               const std::vector<double>& scores, int k, model::TopologyWish wish,
+                               const Profile& profile, bool break_ties = false);
 
 }  // namespace gapless::placement
