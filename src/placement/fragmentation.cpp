@@ -238,12 +238,14 @@ void FragmentCache::remix() {
 
 void FragmentCache::recompute(std::span<const model::Node* const> nodes) {
   total_ = 0;
+  idle_gpus_ = empty_host_gpus_ = 0;
   reserve_ = reserves_by_model(*mix_, nodes);
   scarce_ = scarce_shapes(*mix_, nodes);
   for (const model::Node* n : nodes) {
     Slot& slot = slots_[n];  // reused by remix, new after rebuild's clear
     describe(*n, slot);
     slot.value = 0;  // refresh() returns the change from it
+    slot.idle_gpus = slot.empty_host_gpus = 0;
     total_ += refresh(*n, slot);
   }
 }
@@ -267,7 +269,20 @@ bool FragmentCache::breaks_scarce_host(const model::Node& node, const model::Gpu
   return false;
 }
 
-double FragmentCache::refresh(const model::Node& node, Slot& slot) const {
+bool FragmentCache::empty_hosts_to_spare() const {
+  return static_cast<double>(empty_host_gpus_) >
+         mix_->multi_gpu_demand * static_cast<double>(idle_gpus_);
+}
+
+double FragmentCache::refresh(const model::Node& node, Slot& slot) {
+  const int gpus = static_cast<int>(node.gpus.size());
+  const auto idle = static_cast<int>(std::count_if(
+      node.gpus.begin(), node.gpus.end(), [](const model::Gpu& g) { return g.used.idle(); }));
+  const int empty_host_gpus = gpus >= 2 && idle == gpus ? gpus : 0;
+  idle_gpus_ += idle - slot.idle_gpus;
+  empty_host_gpus_ += empty_host_gpus - slot.empty_host_gpus;
+  slot.idle_gpus = idle;
+  slot.empty_host_gpus = empty_host_gpus;
   const NodeState s(node);
   const double value = mix_fragment(node, s, *mix_, slot.access.data());
   const double delta = value - slot.value;
@@ -293,6 +308,8 @@ void FragmentCache::erase(const model::Node* node) {
   auto it = slots_.find(node);
   if (it == slots_.end()) return;
   total_ -= it->second.value;
+  idle_gpus_ -= it->second.idle_gpus;
+  empty_host_gpus_ -= it->second.empty_host_gpus;
   slots_.erase(it);
 }
 

@@ -177,19 +177,30 @@ struct GpuRooms {
 //   CPU of shares spreads over nodes instead of piling up where shares already are. Empty nodes
 //   rank first, which costs multi-GPU pods their hosts, so only while they ask little of the
 //   demand; and only while whole-GPU pods are seen (a cluster of shares alone has no GPUs to
-//   strand, and spreading cost gpushare100 a point).
+//   strand, and spreading cost gpushare100 a point). And an empty host ranks first only while
+//   the empty hosts are more than the multi-GPU pods need (FragmentCache::empty_hosts_to_spare,
+//   from the mix's multi_gpu_demand and the idle GPUs); after that it ranks last. Ranking them
+//   first throughout used up gpushare60's empty 8-GPU hosts: its 8-GPU pods waited up to 241 s
+//   (dynamic mode as deployed, seeds 42-51, mean of the seeds' longest) where FGD's never wait;
+//   with this, none waits. Static, as deployed: gpushare60 8.07 -> 8.02, five more Alibaba traces
+//   down by 0.005-0.02, gpushare80 up 0.009, both synthetic halves unchanged but val-infer
+//   (+0.006, sd 0.16). Measured against all GPUs instead of the idle ones it spared more hosts
+//   and cost cpu250 0.18 (5.14 -> 5.32) and its p99 wait 30 -> 36 s (bench/README.md).
 // Tuning half without both ties: tune-infer 2.34, tune-spec 3.59, tune-mem 8.58 against 2.07,
 // 3.52, 8.43 (tune-train equal, tune-cpu and tune-modern within 0.04); without the first only:
 // 2.12, 3.60, 8.61, tune-cpu 12.30 against 12.19. Kept: it helps there and on Alibaba default.
-double share_cpu_ties(const WorkloadMix& mix, const model::Node& node, const model::GpuRequest& req,
-                      const GpuRooms& rooms, bool opens_fresh) {
+double share_cpu_ties(const WorkloadMix& mix, const FragmentCache* cache, const model::Node& node,
+                      const model::GpuRequest& req, const GpuRooms& rooms, bool opens_fresh) {
   if (mix.cpu_per_whole_gpu <= 0) return 0;
   const int idle_after = rooms.idle - (opens_fresh ? 1 : 0);
   const double cpu_short =
       idle_after * mix.cpu_per_whole_gpu - cpu_left(node) + cpu_asked(node, req);
   double ties = kTieBreak * std::max(0.0, cpu_short) / 1000.0;
   if (opens_fresh && mix.multi_gpu_demand < kSpreadBelowMultiDemand) {
-    ties += kTieBreak * rooms.partly_used;
+    const auto gpus = static_cast<int>(node.gpus.size());
+    const bool empty_host = gpus >= 2 && rooms.idle == gpus;
+    const bool spare = cache == nullptr || cache->empty_hosts_to_spare();
+    ties += kTieBreak * (empty_host && !spare ? gpus : rooms.partly_used);
   }
   return ties;
 }
@@ -203,6 +214,9 @@ long long stranding_score(double delta) {
 double GaplessStrategy::score_node_in(const ScoreContext& ctx, const model::Node& node,
                                       const model::GpuRequest& req) const {
   const MixView mix(ctx, req);
+  // The driver's cache (every node's stranding, the empty hosts) when built for this mix; without
+  // one, stranding is computed on the spot and the empty hosts are taken to be plentiful.
+  const FragmentCache* cache = ctx.workload == &*mix ? ctx.fragments : nullptr;
   if (single_share(req)) {
     const int live = live_gap(*mix);
     const int milli = req.shared.compute_milli;
@@ -224,7 +238,7 @@ double GaplessStrategy::score_node_in(const ScoreContext& ctx, const model::Node
     if (first < 0) return 0.0;
     const bool opens_fresh = best_room >= model::kFullComputeMilli;
     // Any GPU of the node breaks it for a multi-GPU shape as well as another.
-    const double waste = best + share_cpu_ties(*mix, node, req, rooms, opens_fresh) +
+    const double waste = best + share_cpu_ties(*mix, cache, node, req, rooms, opens_fresh) +
                          keep_whole_cost(ctx, node, req, std::span<const int>(&first, 1));
     return waste_score(waste);
   }
@@ -237,8 +251,6 @@ double GaplessStrategy::score_node_in(const ScoreContext& ctx, const model::Node
       }
     }
   }
-  // The driver's cache holds every node's stranding under this mix; without one, compute it.
-  const FragmentCache* cache = ctx.workload == &*mix ? ctx.fragments : nullptr;
   double delta = cache ? cache->stranding(node) - cache->stranding_after(node, req, gpus)
                        : node_stranding(node, *mix) - node_stranding_after(node, *mix, req, gpus);
   const int milli = milli_per_gpu(node, req);

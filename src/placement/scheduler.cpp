@@ -112,6 +112,10 @@ std::unique_lock<std::shared_mutex> Scheduler::lock_for_write() const {
 void Scheduler::mix_changed() {
   fragments_.remix();  // follow_changes keeps it over exactly the model's nodes
   summary_.refresh_fragments(fragments_);
+  scores_changed();
+}
+
+void Scheduler::scores_changed() {
   const std::uint64_t version = ++mix_version_;
   auto loaded = policy();
   loaded->cache.clear_scores();  // fit verdicts do not depend on the mix
@@ -280,6 +284,7 @@ void Scheduler::read(const std::function<void(const model::Cluster&)>& f) const 
 
 void Scheduler::follow_changes() {
   model::Cluster::Changes changes = cluster_.take_changes();
+  const bool spare = fragments_.empty_hosts_to_spare();
   for (const model::Node* gone : changes.removed) {
     fragments_.erase(gone);
     summary_.erase(gone);
@@ -293,6 +298,8 @@ void Scheduler::follow_changes() {
     touched.push_back(n);
   }
   for (const auto& stage : stages_.ordered) stage->model_changed(cluster_, changes, touched);
+  // The share rule reads it (gapless.cpp): its cached scores are stale once it turns.
+  if (fragments_.empty_hosts_to_spare() != spare) scores_changed();
 }
 
 }  // namespace gapless::placement

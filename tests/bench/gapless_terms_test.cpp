@@ -3,10 +3,13 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "bench_nodes.h"
+#include "gapless/placement/engine.h"
 #include "gapless/placement/fragmentation.h"
+#include "gapless/placement/scheduler.h"
 #include "gapless/placement/strategy.h"
 #include "gapless/placement/workload.h"
 
@@ -206,4 +209,124 @@ TEST_CASE("share ties: a share opening a GPU goes where fewer GPUs are partly us
   const placement::ScoreContext shares_ctx{&shares, nullptr};
   CHECK(s.score_node_in(shares_ctx, one, share(470, 4000)) ==
         s.score_node_in(shares_ctx, two, share(470, 4000)));
+}
+
+namespace {
+
+constexpr int kUsedNodes = 12;
+
+// kUsedNodes used nodes (one 810 share each, 7 idle GPUs) and `empty` nodes with nothing on
+// them, 8 T4s each; the empty ones last.
+std::vector<model::Node> used_and_empty(int empty) {
+  std::vector<model::Node> nodes;
+  for (int i = 0; i < kUsedNodes; ++i)
+    nodes.push_back(node_with("used-" + std::to_string(i), 96000, 8, {810}));
+  for (int i = 0; i < empty; ++i)
+    nodes.push_back(node_with("empty-" + std::to_string(i), 96000, 8, {}));
+  return nodes;
+}
+
+}  // namespace
+
+TEST_CASE("fragment cache: the empty hosts are spared while they hold the multi-GPU pods' part",
+          "[bench][gapless]") {
+  const WorkloadMix mix = cpu_mix(1);  // 8-GPU pods ask 8000 of 86800 milli: 9.2 % of the demand
+  REQUIRE(mix.multi_gpu_demand == Approx(8000.0 / 86800));
+  std::vector<model::Node> nodes = used_and_empty(3);
+  FragmentCache cache(mix);
+  cache.rebuild(pointers(nodes));
+  // Empty hosts' GPUs against 9.2 % of the idle GPUs (84 on the used nodes, and theirs).
+  CHECK(cache.empty_hosts_to_spare());  // 24 > 9.2 % of 108
+  nodes[13].gpus[3].used.whole = true;
+  cache.update(nodes[13]);
+  CHECK(cache.empty_hosts_to_spare());  // 16 > 9.2 % of 107
+  nodes[14].gpus[0].used.shared_pods = 1;
+  cache.update(nodes[14]);
+  CHECK_FALSE(cache.empty_hosts_to_spare());  // 8 < 9.2 % of 106 = 9.8
+  nodes[14].gpus[0].used.shared_pods = 0;     // that share left
+  cache.update(nodes[14]);
+  CHECK(cache.empty_hosts_to_spare());
+  // Nodes that left count no more: an empty host (8 < 9.2 % of 99), then two used nodes (8 >
+  // 9.2 % of 85).
+  cache.erase(&nodes[14]);
+  CHECK_FALSE(cache.empty_hosts_to_spare());
+  cache.erase(&nodes[0]);
+  cache.erase(&nodes[1]);
+  CHECK(cache.empty_hosts_to_spare());
+  // A one-GPU node is no host for a multi-GPU pod, empty or not.
+  const std::vector<model::Node> small = {node_with("one", 16000, 1, {}),
+                                          node_with("u", 96000, 8, {810})};
+  FragmentCache small_cache(mix);
+  small_cache.rebuild(pointers(small));
+  CHECK_FALSE(small_cache.empty_hosts_to_spare());
+}
+
+TEST_CASE("share ties: a share opens an empty host only while the empty hosts are to spare",
+          "[bench][gapless]") {
+  const WorkloadMix mix = cpu_mix(1);
+  REQUIRE(mix.multi_gpu_demand < 0.15);  // the spread is on
+  const auto& s = gapless_strategy();
+  const auto share470 = share(470, 4000);
+  // Plenty of empty hosts: the empty one first (fewest partly used GPUs), as before.
+  const std::vector<model::Node> plenty = used_and_empty(3);
+  FragmentCache plenty_cache(mix);
+  plenty_cache.rebuild(pointers(plenty));
+  const auto plenty_ctx = with(mix, plenty_cache);
+  CHECK(s.score_node_in(plenty_ctx, plenty[kUsedNodes], share470) >
+        s.score_node_in(plenty_ctx, plenty[0], share470));
+  // One left (8 GPUs, 92 idle): the share opens a GPU on a used node, the empty host stays whole.
+  const std::vector<model::Node> few = used_and_empty(1);
+  FragmentCache few_cache(mix);
+  few_cache.rebuild(pointers(few));
+  REQUIRE_FALSE(few_cache.empty_hosts_to_spare());
+  const auto few_ctx = with(mix, few_cache);
+  CHECK(s.score_node_in(few_ctx, few[0], share470) >
+        s.score_node_in(few_ctx, few[kUsedNodes], share470));
+  // Still a tie-break: a gap the share fills beats either.
+  const model::Node gap = node_with("gap", 96000, 8, {530, 530});
+  CHECK(s.score_node_in(few_ctx, gap, share470) > s.score_node_in(few_ctx, few[0], share470));
+}
+
+namespace {
+
+// Puts a share of `milli` on `node` the way a bound pod takes it (node_with's usage is not an
+// allocation, and the cluster model keeps usage by its allocations).
+void put_share(model::Cluster& c, const std::string& node, int milli, const std::string& uid) {
+  model::PodInfo pod;
+  pod.ns = "t";
+  pod.name = pod.uid = uid;
+  const auto a =
+      placement::place(c, share(milli, 4000), placement::builtin_policy().profiles[0], pod, node);
+  REQUIRE(a);
+  REQUIRE(c.commit(*a));
+}
+
+}  // namespace
+
+TEST_CASE("scheduler: cached scores follow the empty hosts running short", "[bench][gapless]") {
+  const WorkloadMix mix = cpu_mix(1);
+  model::Cluster cluster;
+  for (model::Node& n : used_and_empty(3)) {
+    for (model::Gpu& g : n.gpus) g.used = {};
+    cluster.upsert_node(std::move(n));
+  }
+  for (int i = 0; i < kUsedNodes; ++i)
+    put_share(cluster, "used-" + std::to_string(i), 810, "u" + std::to_string(i));
+  placement::SchedulerOptions options;
+  options.fixed_mix = &mix;
+  placement::Scheduler sched(std::move(cluster), placement::builtin_policy(), options);
+  const auto loaded = sched.policy();
+  const placement::Profile& profile = loaded->policy.profiles[0];
+  const std::vector<std::string> names = {"used-0", "empty-0"};
+  const auto share470 = share(470, 4000);
+  const std::vector<double> before = sched.score(*loaded, share470, profile, names);
+  CHECK(before[1] > before[0]);
+  // Shares land on the two other empty hosts; empty-0 itself does not change.
+  sched.mutate([](model::Cluster& c) {
+    put_share(c, "empty-1", 470, "e1");
+    put_share(c, "empty-2", 470, "e2");
+  });
+  const std::vector<double> after = sched.score(*loaded, share470, profile, names);
+  CHECK(after[0] > after[1]);
+  CHECK(after[1] < before[1]);  // not the score cached before for the unchanged node
 }

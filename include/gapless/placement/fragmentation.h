@@ -85,6 +85,12 @@ class FragmentCache {
   bool breaks_scarce_host(const model::Node& node, const model::GpuRequest& req,
                           std::span<const int> gpus) const;
   static constexpr double kScarceHostShare = 0.05;
+  // True while the empty hosts (nodes of two GPUs or more with nothing on any GPU) hold more
+  // GPUs than the multi-GPU pods' part of the demand (WorkloadMix::multi_gpu_demand) of the idle
+  // GPUs of the nodes the cache follows. The pods still to come fill the idle GPUs in the mix's
+  // proportions, and that part of them needs GPUs that are idle together on one node; beyond it
+  // an empty host can be given to shares without leaving the multi-GPU pods none.
+  bool empty_hosts_to_spare() const;
   // Sum of F_n(M) over the nodes given to rebuild.
   double total() const { return total_; }
   const WorkloadMix& mix() const { return *mix_; }
@@ -99,6 +105,8 @@ class FragmentCache {
     std::vector<float> reserve;         // model_reserves; empty when all 0
     // scarce_ shapes this node can take when empty, with the GPUs whose model each admits
     std::vector<std::pair<std::size_t, std::uint64_t>> hosts;
+    int idle_gpus = 0;        // the node's GPUs with nothing on them
+    int empty_host_gpus = 0;  // all its GPUs when that is every one of two or more, else 0
   };
   // rebuild() and remix(): the mix-wide inputs from `nodes`, then each node's slot (created if
   // missing) described and refreshed, total_ summed in `nodes` order.
@@ -107,11 +115,13 @@ class FragmentCache {
   void describe(const model::Node& node, Slot& slot) const;
   const WorkloadMix* mix_;
   // Recomputes a slot's fragment and stranding from the node's state; returns the change in value.
-  double refresh(const model::Node& node, Slot& slot) const;
+  double refresh(const model::Node& node, Slot& slot);
   std::unordered_map<const model::Node*, Slot> slots_;
   std::vector<std::pair<std::string, double>> reserve_;  // model::model_key -> model_reserves
   std::vector<TaskShape> scarce_;  // multi-GPU shapes only few nodes can take (hosts)
   double total_ = 0;
+  long long idle_gpus_ = 0;        // sum of Slot::idle_gpus
+  long long empty_host_gpus_ = 0;  // sum of Slot::empty_host_gpus
 };
 
 }  // namespace gapless::placement

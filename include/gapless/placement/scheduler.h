@@ -184,6 +184,9 @@ class Scheduler {
   // REQUIRES: write lock. Caches and stages follow the model's changes; the mix changed.
   void follow_changes();
   void mix_changed();
+  // REQUIRES: write lock. Cached scores are stale (the mix, or what the fragment cache says of
+  // the whole cluster, changed).
+  void scores_changed();
   // The write lock, announced in writers_waiting_ while awaited (warm() steps aside for it).
   std::unique_lock<std::shared_mutex> lock_for_write() const;
 
