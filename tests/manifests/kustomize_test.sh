@@ -55,7 +55,7 @@ expect_kind() {  # kind, minimum count, maximum count
   n="$(grep -cx "kind: $1" "$tmp/out.yaml" || true)"
   if [ "$n" -ge "$2" ] && [ "$n" -le "$3" ]; then ok "$n x $1"; else bad "$n x $1, want $2..$3"; fi
 }
-expect_kind Namespace 1 1
+expect_kind Namespace 2 2
 expect_kind ServiceAccount 2 2
 expect_kind ClusterRole 1 9
 expect_kind ClusterRoleBinding 1 9
@@ -92,10 +92,16 @@ def one(kind, name):
     return found[0] if found else {}
 
 NS = "gapless-system"
+AGENT_NS = "gapless-node"  # the agent alone: its own Pod Security level (namespace.yaml)
+AGENT_OBJECTS = {("DaemonSet", "gapless-agent"), ("ServiceAccount", "gapless-node-agent"),
+                 ("NetworkPolicy", "gapless-agent")}
+check(sorted(d["metadata"]["name"] for d in objs("Namespace")) == [AGENT_NS, NS],
+      f"namespaces {NS} and {AGENT_NS}")
 for d in docs:
     if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
         if not (d["kind"] == "RoleBinding" and d["metadata"].get("namespace") == "kube-system"):
-            check(d["metadata"].get("namespace") == NS, f"{d['kind']} {d['metadata']['name']} in {NS}")
+            want = AGENT_NS if (d["kind"], d["metadata"]["name"]) in AGENT_OBJECTS else NS
+            check(d["metadata"].get("namespace") == want, f"{d['kind']} {d['metadata']['name']} in {want}")
 
 cms = {d["metadata"]["name"]: d for d in objs("ConfigMap")}
 sched_cm = [n for n in cms if n.startswith("gapless-scheduler-config")]
@@ -149,7 +155,7 @@ check(lease_ok, "a Role bound to the ServiceAccount allows get/update on the lea
 crb = {b["roleRef"]["name"] for b in bound_roles("ClusterRoleBinding")}
 for role in ("system:kube-scheduler", "system:volume-scheduler", "gapless-extender"):
     check(role in crb, f"ServiceAccount bound to ClusterRole {role}")
-AGENT_SA = {"kind": "ServiceAccount", "name": "gapless-node-agent", "namespace": NS}
+AGENT_SA = {"kind": "ServiceAccount", "name": "gapless-node-agent", "namespace": AGENT_NS}
 for b in objs("ClusterRoleBinding") + objs("RoleBinding"):
     if b.get("subjects") == [AGENT_SA]:
         continue  # the node agent's, checked below
