@@ -66,6 +66,7 @@ expect_kind Deployment 1 1
 expect_kind DaemonSet 1 1
 expect_kind Service 1 1
 expect_kind PodDisruptionBudget 1 1
+expect_kind NetworkPolicy 2 2
 
 # The scheduler configuration, as text inside its ConfigMap (indented under data).
 for line in 'kind: KubeSchedulerConfiguration' 'nodeCacheCapable: true' 'bindVerb: bind' \
@@ -238,15 +239,27 @@ sched = [a.split("=", 1)[1] for a in ge_args if a.startswith("--scheduler-name="
 check(sched == [p.get("schedulerName") for p in cfg.get("profiles", [])],
       "extender --scheduler-name is the scheduler profile's schedulerName")
 listen = [a.split("=", 1)[1] for a in ge_args if a.startswith("--listen=")]
-check(listen == ["0.0.0.0:8888"], "extender listens on 0.0.0.0:8888 (loopback for kube-scheduler, pod IP for metrics)")
+check(listen == ["127.0.0.1:8888"], "extender verbs, /debug and /ui on loopback 127.0.0.1:8888 only")
+probe_listen = [a.split("=", 1)[1] for a in ge_args if a.startswith("--probe-listen=")]
+check(probe_listen == ["0.0.0.0:8889"], "extender probe listener on 0.0.0.0:8889")
 ports = {p.get("name"): p["containerPort"] for p in ge.get("ports", [])}
+check(list(ports.values()) == [8889], "the extender exposes only the probe port 8889")
 def probe_port(probe):
     p = probe.get("httpGet", {}).get("port")
     return ports.get(p) if isinstance(p, str) else p
-check(ge.get("livenessProbe", {}).get("httpGet", {}).get("path") == "/healthz"
-      and probe_port(ge.get("livenessProbe", {})) == 8888, "extender livenessProbe /healthz on 8888")
-check(ge.get("readinessProbe", {}).get("httpGet", {}).get("path") == "/readyz"
-      and probe_port(ge.get("readinessProbe", {})) == 8888, "extender readinessProbe /readyz on 8888")
+for kind, path in (("startupProbe", "/healthz"), ("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+    check(ge.get(kind, {}).get("httpGet", {}).get("path") == path and probe_port(ge.get(kind, {})) == 8889,
+          f"extender {kind} {path} on 8889")
+# kube-scheduler takes the lease only after its extender is ready: the extender is the first
+# container and its postStart hook waits for /readyz (the kubelet starts the next container after).
+check([c["name"] for c in pod.get("containers", [])] == ["gapless-extender", "kube-scheduler"],
+      "gapless-extender is the first container, kube-scheduler the second")
+hook = ge.get("lifecycle", {}).get("postStart", {}).get("exec", {}).get("command", [])
+check(hook[:1] == ["/usr/local/bin/gapless-extender"] and any(a.startswith("--wait-ready=") for a in hook)
+      and "--probe-listen=" + (probe_listen or [""])[0] in hook,
+      "extender postStart hook: gapless-extender --wait-ready on the probe listener")
+with open(args_file + ".hook", "w") as f:
+    f.write("\n".join(hook[1:]) + "\n")
 genv = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in ge.get("env", [])}
 check(genv.get("POD_NAME") == "metadata.name" and genv.get("POD_NAMESPACE") == "metadata.namespace",
       "extender gets POD_NAME and POD_NAMESPACE (claims: replica name, claim namespace)")
@@ -261,8 +274,21 @@ check(sel and all(labels.get(k) == v for k, v in sel.items()), "Service selector
 check(all(k not in sel or spec.get("selector", {}).get("matchLabels", {}).get(k) == v for k, v in sel.items()),
       "Service selects only labels the Deployment selects on")
 sp = svc.get("spec", {}).get("ports", [])
-check(len(sp) == 1 and sp[0].get("name") == "http-metrics" and sp[0].get("port") == 8888
-      and ports.get(sp[0].get("targetPort"), sp[0].get("targetPort")) == 8888, "Service port http-metrics -> 8888")
+check(len(sp) == 1 and sp[0].get("name") == "http-metrics" and sp[0].get("port") == 8889
+      and ports.get(sp[0].get("targetPort"), sp[0].get("targetPort")) == 8889, "Service port http-metrics -> 8889 (probe listener)")
+check(svc.get("metadata", {}).get("annotations", {}).get("prometheus.io/port") == "8889", "prometheus port 8889")
+
+# NetworkPolicies: ingress to the scheduler pods only on 8889 and 10259, to the agents only on 9400.
+def ingress_ports(name, ns):
+    nps = [n for n in objs("NetworkPolicy") if n["metadata"]["name"] == name and n["metadata"].get("namespace") == ns]
+    if len(nps) != 1:
+        return None
+    np = nps[0]["spec"]
+    return (np.get("podSelector", {}).get("matchLabels"), np.get("policyTypes"),
+            sorted(p["port"] for r in np.get("ingress", []) for p in r.get("ports", [])),
+            all("from" not in r for r in np.get("ingress", [])))
+check(ingress_ports("gapless-scheduler", NS) == (spec.get("selector", {}).get("matchLabels"), ["Ingress"], [8889, 10259], True),
+      "NetworkPolicy gapless-scheduler: ingress only on 8889 and 10259")
 check(svc.get("metadata", {}).get("annotations", {}).get("prometheus.io/scrape") == "true", "prometheus scrape annotation")
 
 # The node agent: its own identity, allowed to get and patch Nodes, list Pods and patch them (the
@@ -306,6 +332,8 @@ aports = {p.get("name"): p["containerPort"] for p in ac.get("ports", [])}
 lp = ac.get("livenessProbe", {}).get("httpGet", {})
 check(lp.get("path") == "/healthz" and aports.get(lp.get("port"), lp.get("port")) == 9400, "agent livenessProbe /healthz on 9400")
 check("--listen=0.0.0.0:9400" in ac.get("args", []), "agent listens on 0.0.0.0:9400")
+check(ingress_ports("gapless-agent", AGENT_NS) == (ds.get("spec", {}).get("selector", {}).get("matchLabels"), ["Ingress"], [9400], True),
+      "NetworkPolicy gapless-agent: ingress only on 9400")
 check("--device-plugin" in ac.get("args", []), "agent serves the device plugin")
 mounts = {m.get("name"): m.get("mountPath") for m in ac.get("volumeMounts", [])}
 check("--device-plugin-dir=" + str(mounts.get("device-plugins")) in ac.get("args", []),
@@ -324,6 +352,15 @@ if [ -n "$bin" ] && [ -s "$tmp/extender-args" ]; then
     ok "gapless-extender accepts the Deployment's arguments: ${args[*]}"
   else
     bad "gapless-extender rejects the Deployment's arguments ${args[*]}: $out"
+  fi
+fi
+
+if [ -n "$bin" ] && [ -s "$tmp/extender-args.hook" ]; then
+  mapfile -t args <"$tmp/extender-args.hook"
+  if out="$("$bin" "${args[@]}" --version 2>&1)"; then
+    ok "gapless-extender accepts the postStart hook's arguments: ${args[*]}"
+  else
+    bad "gapless-extender rejects the postStart hook's arguments ${args[*]}: $out"
   fi
 fi
 
