@@ -19,6 +19,7 @@
 #include "gapless/server/policy_watch.h"
 #include "gapless/server/score_warmer.h"
 #include "kube_source.h"
+#include "wait_ready.h"
 
 using namespace gapless;
 
@@ -198,12 +199,18 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
   app.add_flag("--version", version, "print the version and exit");
+  int wait_ready_seconds = -1;
+  app.add_option("--wait-ready", wait_ready_seconds,
+                 "wait up to SECONDS for the extender at --listen to be ready, then exit 0 (1 if "
+                 "it is not): the Deployment's postStart hook, so kube-scheduler starts after it")
+      ->check(CLI::Range(0, 3600));
   CLI11_PARSE(app, argc, argv);
 
   if (version) {
     std::printf("gapless-extender %s\n", GAPLESS_VERSION);
     return 0;
   }
+  if (wait_ready_seconds >= 0) return cmd::wait_ready(listen, wait_ready_seconds);
   if (!check_policy.empty()) {
     auto p = policy::load_policy_file(check_policy);
     if (!p) {
