@@ -56,8 +56,8 @@ std::optional<std::vector<NodeSelectorTerm>> required_terms(const json& spec) {
       terms.push_back({});  // empty: matches nothing
       continue;
     }
-    terms.push_back({requirements(field(t, "matchExpressions")),
-                     requirements(field(t, "matchFields"))});
+    terms.push_back(
+        {requirements(field(t, "matchExpressions")), requirements(field(t, "matchFields"))});
   }
   return terms;
 }
@@ -95,8 +95,8 @@ NodeFacts read_node_facts(const json& node) {
   const json* spec = field(node, "spec");
   if (spec == nullptr || !spec->is_object()) return out;
   const json* unschedulable = field(*spec, "unschedulable");
-  out.unschedulable = unschedulable != nullptr && unschedulable->is_boolean() &&
-                      unschedulable->get<bool>();
+  out.unschedulable =
+      unschedulable != nullptr && unschedulable->is_boolean() && unschedulable->get<bool>();
   if (const json* taints = field(*spec, "taints"); taints != nullptr && taints->is_array()) {
     for (const json& t : *taints) {
       // The API server serves only valid taints: objects with a key and an effect.

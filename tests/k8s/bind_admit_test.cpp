@@ -62,7 +62,9 @@ TEST_CASE("admit: the API server's pod, read when no informer is given", "[k8s][
   SECTION("a node that does not exist") {
     auto r = binder.admit(to("pending", "uid-p", "n9"), filtered(pending));
     REQUIRE_FALSE(r);
-    CHECK(r.error() == "gapless: pod ml/pending cannot be checked against node n9: the API server has no such node");
+    CHECK(r.error() ==
+          "gapless: pod ml/pending cannot be checked against node n9: the API server has no such "
+          "node");
   }
   SECTION("a pod that does not exist: refused, no Event") {
     auto r = binder.admit(to("ghost", "uid-g", "n2"), filtered(pending));

@@ -29,8 +29,8 @@ std::string filter_then_bind(test::KubeExtender& live, const json& body, const s
   REQUIRE(f.at("Error") == "");
   REQUIRE(f.at("NodeNames") == json::array({node}));  // Gapless itself sees no reason to refuse
   const json& meta = body.at("metadata");
-  const json b = json::parse(live.extender().bind(
-      bind_args(meta.at("name"), meta.at("uid"), node).dump()));
+  const json b =
+      json::parse(live.extender().bind(bind_args(meta.at("name"), meta.at("uid"), node).dump()));
   return b.at("Error").get<std::string>();
 }
 
@@ -57,7 +57,8 @@ TEST_CASE("a crafted /filter + /bind cannot place a pod where kube-scheduler wou
           "[server][k8s][bind_trust]") {
   test::FakeApiServer server;
   json tainted = k8s::testing::topology_node("n2", 8);
-  tainted["spec"]["taints"] = {{{"key", "dedicated"}, {"value", "infra"}, {"effect", "NoSchedule"}}};
+  tainted["spec"]["taints"] = {
+      {{"key", "dedicated"}, {"value", "infra"}, {"effect", "NoSchedule"}}};
   json labelled = k8s::testing::topology_node("n1", 8);
   labelled["metadata"]["labels"] = {{"pool", "train"}};
 
@@ -86,46 +87,40 @@ TEST_CASE("a crafted /filter + /bind cannot place a pod where kube-scheduler wou
     return k8s::testing::pod_object(name, uid, "");
   };
 
+  // The crafted pair for pod `name` to `node`: refused with `error`, the pod not bound, one
+  // Warning Event on it naming the node; returns the Event's message.
+  auto refused = [&](const std::string& name, const std::string& uid, const std::string& node,
+                     const std::string& error) {
+    INFO(name);
+    CHECK(filter_then_bind(live, stripped(name, uid), node) ==
+          "gapless: pod ml/" + name + " " + error);
+    CHECK_FALSE(bound(server, name));
+    const auto events = refusals(server, name);
+    REQUIRE(events.size() == 1);
+    CHECK_THAT(events[0], Catch::StartsWith("Gapless refused to bind the pod to node " + node +
+                                            ": the pod " + error));
+  };
   SECTION("nodeSelector no node matches") {
-    const std::string error = filter_then_bind(live, stripped("selective", "uid-sel"), "n1");
-    CHECK(error ==
-          "gapless: pod ml/selective has nodeSelector pool=reserved, which node n1 does not match "
-          "(its label is train)");
-    CHECK_FALSE(bound(server, "selective"));
-    REQUIRE(refusals(server, "selective").size() == 1);
-    CHECK_THAT(refusals(server, "selective")[0],
-               Catch::Contains("Gapless refused to bind the pod to node n1") &&
-                   Catch::Contains("nodeSelector pool=reserved"));
+    refused("selective", "uid-sel", "n1",
+            "has nodeSelector pool=reserved, which node n1 does not match (its label is train)");
   }
   SECTION("a taint the pod does not tolerate") {
-    const std::string error = filter_then_bind(live, stripped("intolerant", "uid-int"), "n2");
-    CHECK(error ==
-          "gapless: pod ml/intolerant does not tolerate taint dedicated=infra:NoSchedule of node "
-          "n2");
-    CHECK_FALSE(bound(server, "intolerant"));
-    CHECK(refusals(server, "intolerant").size() == 1);
+    refused("intolerant", "uid-int", "n2",
+            "does not tolerate taint dedicated=infra:NoSchedule of node n2");
   }
   SECTION("required node affinity") {
-    const std::string error = filter_then_bind(live, stripped("picky", "uid-picky"), "n1");
-    CHECK(error == "gapless: pod ml/picky has a required node affinity that node n1 does not "
-                   "match");
-    CHECK_FALSE(bound(server, "picky"));
-    CHECK(refusals(server, "picky").size() == 1);
+    refused("picky", "uid-picky", "n1", "has a required node affinity that node n1 does not match");
   }
   SECTION("a UID that is not the API server's pod's") {
-    const std::string error = filter_then_bind(live, stripped("legit", "uid-forged"), "n1");
-    CHECK(error == "gapless: pod ml/legit has UID uid-legit in the API server, not uid-forged as "
-                   "the bind says (deleted and created again?)");
-    CHECK_FALSE(bound(server, "legit"));
-    CHECK(refusals(server, "legit").size() == 1);
+    refused("legit", "uid-forged", "n1",
+            "has UID uid-legit in the API server, not uid-forged as the bind says (deleted and "
+            "created again?)");
   }
   SECTION("GPU requests that are not the API server's pod's") {
     // The API pod asks for 8 GPUs; the body says 1, to get past the pod's own size.
-    const std::string error = filter_then_bind(live, stripped("large", "uid-large"), "n1");
-    CHECK_THAT(error, Catch::StartsWith("gapless: pod ml/large asks the API server for other GPU "
-                                        "resources than the /filter body said"));
-    CHECK_FALSE(bound(server, "large"));
-    CHECK(refusals(server, "large").size() == 1);
+    refused("large", "uid-large", "n1",
+            "asks the API server for other GPU resources than the /filter body said; a filter "
+            "body that disagrees with the API server's pod is never used for bind");
   }
   SECTION("refusals leave the model and the API server as they were") {
     for (const auto& [name, uid, node] :
@@ -145,8 +140,8 @@ TEST_CASE("a crafted /filter + /bind cannot place a pod where kube-scheduler wou
     CHECK(live.allocations() == 2);
     CHECK(refusals(server, "legit").empty());
     SECTION("and a retry of a bind that landed is still fine") {
-      const json again = json::parse(
-          live.extender().bind(bind_args("legit", "uid-legit", "n1").dump()));
+      const json again =
+          json::parse(live.extender().bind(bind_args("legit", "uid-legit", "n1").dump()));
       CHECK(again.at("Error") == "");
     }
   }

@@ -76,7 +76,8 @@ bool tolerates(const Toleration& toleration, const Taint& taint);
 
 // Why `pod` may not run on `node`, as the end of a sentence that starts "pod ns/name " ("has
 // nodeSelector k=v, which node n does not match (...)", "does not tolerate taint k=v:NoSchedule
-// of node n"); nullopt when it may. The first reason found, in the order nodeSelector, required affinity, taints.
+// of node n"); nullopt when it may. The first reason found, in the order nodeSelector, required
+// affinity, taints.
 std::optional<std::string> node_misfit(const PodPlacement& pod, const NodeFacts& node);
 
 }  // namespace gapless::k8s
