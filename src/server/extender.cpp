@@ -491,6 +491,15 @@ std::string Extender::bind_now(std::string_view body) {
   if (pod->info.name != *name || pod->info.ns != *ns) {
     return fail("PodUID " + *uid + " belongs to " + pod_key(pod->info) + ", not " + who);
   }
+  // Whoever reaches the extender can send /filter: from here on the pod is the cluster's
+  // (Kubernetes mode: the API server's, checked against the node; Binder::admit).
+  auto admitted = binder_.admit(BindRequest{*ns, *name, *uid, *node, {}}, *pod);
+  if (!admitted) {
+    timer.fail();
+    metrics_.count_bind("refused");
+    return error_only(admitted.error());
+  }
+  pod = std::move(*admitted);
   std::string policy_error;
   const auto loaded = scheduler_.policy();
   const placement::Profile* profile =
