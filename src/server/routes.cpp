@@ -61,6 +61,11 @@ Routes::Routes(Extender& extender, const HttpOptions& options)
 
 Route Routes::find(const std::string& method, const std::string& path) const {
   Route r;
+  if (options_.audience == HttpOptions::Audience::kProbes &&
+      (method != "GET" ||
+       (path != "/healthz" && path != "/readyz" && path != "/version" && path != "/metrics"))) {
+    return r;  // the probe listener: 404 for the verbs, /debug/*, /ui/* and anything else
+  }
   if (method == "POST") {
     for (const char* v : {"filter", "prioritize", "bind", "preempt"}) {
       if (path == options_.url_prefix + "/" + v) {
