@@ -178,24 +178,11 @@ def big_head(attack, target, size, once=False):
             return
 
 
-def explain_1m(attack, target):
-    names = [f"n{i}" for i in range(1000000)]
+def post_names(attack, target, path, count):
+    """POSTs an ExtenderArgs naming `count` unknown nodes to `path`, in a loop."""
+    names = [f"n{i}" for i in range(count)]
     body = json.dumps({"Pod": json.loads(FILTER)["Pod"], "NodeNames": names}).encode()
-    req = (b"POST /debug/explain HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)) + body
-    while not attack.stop.is_set():
-        try:
-            s = target.connect(timeout=120)
-            s.sendall(req)
-            read_answer(s)
-            s.close()
-        except (OSError, ConnectionError):
-            time.sleep(0.1)
-
-
-def filter_1m(attack, target):
-    names = [f"n{i}" for i in range(1200000)]
-    body = json.dumps({"Pod": json.loads(FILTER)["Pod"], "NodeNames": names}).encode()
-    req = (b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)) + body
+    req = (b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (path, len(body))) + body
     while not attack.stop.is_set():
         try:
             s = target.connect(timeout=120)
@@ -237,9 +224,9 @@ def phases(target, workers, max_connections):
         ("slow-readers", lambda a: [a.spawn(never_read, a, target, explain_req, 4) for _ in range(n)]),
         ("big-heads", lambda a: [a.spawn(big_head, a, target, 100 * 1024) for _ in range(4)]
          + [a.spawn(big_head, a, target, 64 * 1024 * 1024, True)]),
-        ("explain-1m", lambda a: [a.spawn(explain_1m, a, target) for _ in range(3)]),
+        ("explain-1m", lambda a: [a.spawn(post_names, a, target, b"/debug/explain", 1000000) for _ in range(3)]),
         ("conn-flood", lambda a: [a.spawn(flood, a, target, max_connections)]),
-        ("filter-1m", lambda a: [a.spawn(filter_1m, a, target) for _ in range(2)]),
+        ("filter-1m", lambda a: [a.spawn(post_names, a, target, b"/filter", 1200000) for _ in range(2)]),
     ]
 
 
