@@ -71,6 +71,7 @@ std::string replica_name() {
 int main(int argc, char** argv) {
   CLI::App app{"gapless-extender: GPU-topology-aware kube-scheduler extender"};
   std::string listen = "127.0.0.1:8888";
+  std::string probe_listen;
   std::string prefix;
   std::string policy_file;
   std::string cluster_file;
@@ -100,6 +101,10 @@ int main(int argc, char** argv) {
   claims.ns = default_namespace();
   claims.holder = replica_name();
   app.add_option("--listen", listen, "HOST:PORT to serve on")->capture_default_str();
+  app.add_option("--probe-listen", probe_listen,
+                 "HOST:PORT of a second, plain-HTTP listener for the kubelet and Prometheus: "
+                 "only GET /healthz, /readyz, /version and /metrics, with its own event loop and "
+                 "connection slots (default: none)");
   app.add_option("--url-prefix", prefix, "path prefix of the extender verbs (urlPrefix's path)");
   app.add_option("--policy", policy_file, "policy YAML (default: built-in bundle policy)");
   app.add_option(
@@ -271,6 +276,12 @@ int main(int argc, char** argv) {
     server::log_error("--listen must be HOST:PORT, got \"" + listen + "\"");
     return 1;
   }
+  std::string probe_host;
+  int probe_port = 0;
+  if (!probe_listen.empty() && !split_listen(probe_listen, &probe_host, &probe_port)) {
+    server::log_error("--probe-listen must be HOST:PORT, got \"" + probe_listen + "\"");
+    return 1;
+  }
 
   // A peer closing a connection mid-write must not kill the process.
   std::signal(SIGPIPE, SIG_IGN);
@@ -320,6 +331,15 @@ int main(int argc, char** argv) {
   if (!bound) {
     server::log_error("refusing to start: " + bound.error());
     return 1;
+  }
+  if (!probe_listen.empty()) {
+    auto probes = http.bind_probes(probe_host, probe_port);
+    if (!probes) {
+      server::log_error("refusing to start: --probe-listen: " + probes.error());
+      return 1;
+    }
+    server::log_info("probes (/healthz, /readyz, /version, /metrics) on http://" + probe_host +
+                     ":" + std::to_string(*probes));
   }
   if (kube && pairing_wait > 0) {
     using std::chrono::duration_cast;
