@@ -206,8 +206,9 @@ int main(int argc, char** argv) {
   app.add_flag("--version", version, "print the version and exit");
   int wait_ready_seconds = -1;
   app.add_option("--wait-ready", wait_ready_seconds,
-                 "wait up to SECONDS for the extender at --listen to be ready, then exit 0 (1 if "
-                 "it is not): the Deployment's postStart hook, so kube-scheduler starts after it")
+                 "wait up to SECONDS for the extender at --probe-listen (else --listen) to be ready, "
+                 "then exit 0 (1 if it is not): the Deployment's postStart hook, so kube-scheduler "
+                 "starts after it")
       ->check(CLI::Range(0, 3600));
   CLI11_PARSE(app, argc, argv);
 
@@ -215,7 +216,9 @@ int main(int argc, char** argv) {
     std::printf("gapless-extender %s\n", GAPLESS_VERSION);
     return 0;
   }
-  if (wait_ready_seconds >= 0) return cmd::wait_ready(listen, wait_ready_seconds);
+  // The probe listener when there is one: plain HTTP even when --listen is HTTPS.
+  if (wait_ready_seconds >= 0)
+    return cmd::wait_ready(probe_listen.empty() ? listen : probe_listen, wait_ready_seconds);
   if (!check_policy.empty()) {
     auto p = policy::load_policy_file(check_policy);
     if (!p) {

@@ -58,7 +58,19 @@ TEST_CASE("gapless-extender --wait-ready: exits 0 once /readyz answers, 1 when i
   CHECK(ready.status == 0);
   CHECK(ready.out.find("/readyz: ready") != std::string::npos);
 
-  // A wildcard --listen, as a pod's, is asked on loopback; a malformed one is refused.
+  // The Deployment's hook: the probe listener (on a wildcard address, asked on loopback).
+  const std::string probes = "0.0.0.0:" + std::to_string(unused_port());
+  const pid_t both = gapless::test::spawn(
+      {bin, "--listen=127.0.0.1:" + std::to_string(unused_port()), "--probe-listen=" + probes});
+  auto hook = gapless::test::run_command("'" + bin + "' --probe-listen=" + probes +
+                                         " --wait-ready=30 2>&1");
+  kill(both, SIGTERM);
+  waitpid(both, nullptr, 0);
+  INFO(hook.out);
+  CHECK(hook.status == 0);
+  CHECK(hook.out.find("http://127.0.0.1:") != std::string::npos);
+
+  // A malformed --listen is refused.
   auto bad = gapless::test::run_command("'" + bin + "' --listen=nohost --wait-ready=1 2>&1");
   CHECK(bad.status == 1);
   CHECK(bad.out.find("is not HOST:PORT") != std::string::npos);
