@@ -205,10 +205,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--version", version, "print the version and exit");
   int wait_ready_seconds = -1;
-  app.add_option("--wait-ready", wait_ready_seconds,
-                 "wait up to SECONDS for the extender at --probe-listen (else --listen) to be ready, "
-                 "then exit 0 (1 if it is not): the Deployment's postStart hook, so kube-scheduler "
-                 "starts after it")
+  app.add_option(
+         "--wait-ready", wait_ready_seconds,
+         "wait up to SECONDS for the extender at --probe-listen (else --listen) to be ready, "
+         "then exit 0 (1 if it is not): the Deployment's postStart hook, so kube-scheduler "
+         "starts after it")
       ->check(CLI::Range(0, 3600));
   CLI11_PARSE(app, argc, argv);
 

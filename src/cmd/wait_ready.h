@@ -14,8 +14,9 @@
 
 namespace gapless::cmd {
 
-// `listen` is the extender's --probe-listen (else --listen) HOST:PORT; a wildcard host (0.0.0.0, [::]) is asked on
-// the matching loopback address. Polls every 200 ms; returns the process exit status.
+// `listen` is the extender's --probe-listen (else --listen) HOST:PORT; a wildcard host (0.0.0.0,
+// [::]) is asked on the matching loopback address. Polls every 200 ms; returns the process exit
+// status.
 int wait_ready(const std::string& listen, int seconds);
 
 }  // namespace gapless::cmd

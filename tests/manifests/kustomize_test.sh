@@ -345,33 +345,21 @@ sys.exit(1 if errors else 0)
 PY
 fi
 
-# 5. The binary accepts the Deployment's arguments (--version returns after parsing them).
-if [ -n "$bin" ] && [ -s "$tmp/extender-args" ]; then
-  mapfile -t args <"$tmp/extender-args"
-  if out="$("$bin" "${args[@]}" --version 2>&1)"; then
-    ok "gapless-extender accepts the Deployment's arguments: ${args[*]}"
+# 5. The binaries accept the arguments the manifests pass them (--version returns after parsing).
+accepts() {  # binary, file of arguments (one a line), what they are
+  [ -x "$1" ] && [ -s "$2" ] || return 0
+  local args out
+  mapfile -t args <"$2"
+  if out="$("$1" "${args[@]}" --version 2>&1)"; then
+    ok "$(basename "$1") accepts $3: ${args[*]}"
   else
-    bad "gapless-extender rejects the Deployment's arguments ${args[*]}: $out"
+    bad "$(basename "$1") rejects $3 ${args[*]}: $out"
   fi
-fi
-
-if [ -n "$bin" ] && [ -s "$tmp/extender-args.hook" ]; then
-  mapfile -t args <"$tmp/extender-args.hook"
-  if out="$("$bin" "${args[@]}" --version 2>&1)"; then
-    ok "gapless-extender accepts the postStart hook's arguments: ${args[*]}"
-  else
-    bad "gapless-extender rejects the postStart hook's arguments ${args[*]}: $out"
-  fi
-fi
-
-agent_bin="$(dirname "${bin:-.}")/gapless-agent"
-if [ -n "$bin" ] && [ -x "$agent_bin" ] && [ -s "$tmp/agent-args" ]; then
-  mapfile -t args <"$tmp/agent-args"
-  if out="$("$agent_bin" "${args[@]}" --version 2>&1)"; then
-    ok "gapless-agent accepts the DaemonSet's arguments: ${args[*]}"
-  else
-    bad "gapless-agent rejects the DaemonSet's arguments ${args[*]}: $out"
-  fi
+}
+if [ -n "$bin" ]; then
+  accepts "$bin" "$tmp/extender-args" "the Deployment's arguments"
+  accepts "$bin" "$tmp/extender-args.hook" "the postStart hook's arguments"
+  accepts "$(dirname "$bin")/gapless-agent" "$tmp/agent-args" "the DaemonSet's arguments"
 fi
 
 if [ "$fail" -ne 0 ]; then
