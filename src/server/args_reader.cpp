@@ -2,7 +2,7 @@
 
 #include <simdjson.h>
 
-#include <cctype>
+#include <charconv>
 #include <memory>
 #include <optional>
 
@@ -37,13 +37,10 @@ constexpr int kMaxDepth = k8s::kMaxJsonDepth;
 // The code unit of the four hex digits at s[i], or -1.
 long hex4(std::string_view s, std::size_t i) {
   if (s.size() - i < 4) return -1;
-  long v = 0;
-  for (std::size_t k = i; k < i + 4; ++k) {
-    const auto c = static_cast<unsigned char>(s[k]);
-    if (!std::isxdigit(c)) return -1;
-    v = v * 16 + (std::isdigit(c) ? c - '0' : (c | 0x20) - 'a' + 10);
-  }
-  return v;
+  unsigned v = 0;
+  const char* end = s.data() + i + 4;
+  const auto [ptr, ec] = std::from_chars(s.data() + i, end, v, 16);
+  return ec == std::errc() && ptr == end ? static_cast<long>(v) : -1;
 }
 
 // A string token's escapes (RFC 8259 section 7): \" \\ \/ \b \f \n \r \t, or \u and four hex
