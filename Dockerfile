@@ -4,16 +4,16 @@
 #   docker build -t ghcr.io/gapless/gapless-extender:0.1.0 .
 #   docker run --rm -p 8888:8888 ghcr.io/gapless/gapless-extender:0.1.0   # serves the demo cluster
 #
-# Two stages on Debian bookworm, the distribution CI builds on: the build stage installs exactly
-# the packages of scripts/deps.sh (by running it), the runtime stage only the shared libraries the
-# binary links.
+# Two stages on Debian bookworm, the distribution CI builds on: the build stage installs the
+# build packages of scripts/deps.sh (`--build-only`: not the test suite's chromium and ccache), the
+# runtime stage only the shared libraries the binary links.
 
 # ---- build -------------------------------------------------------------------------------------
 FROM debian:bookworm AS build
 ARG JOBS=4
 # deps.sh alone first, so the package layer stays cached while the sources change.
 COPY scripts/deps.sh /src/scripts/deps.sh
-RUN /src/scripts/deps.sh && rm -rf /var/lib/apt/lists/*
+RUN /src/scripts/deps.sh --build-only && rm -rf /var/lib/apt/lists/*
 COPY . /src
 RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release \
  && cmake --build /build -j"${JOBS}" --target gapless-extender gapless-agent kubectl-gapless \
