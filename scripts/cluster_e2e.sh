@@ -148,6 +148,8 @@ say "images ready after $(elapsed "$t_start") s (Dockerfile build: ${image_build
 dir=$(mktemp -d /tmp/cluster-e2e.XXXXXX); cd "$dir"
 pids=() made=() cgroups=() nodes=()
 forward_before=$(cat /proc/sys/net/ipv4/ip_forward)
+chains() { iptables-save | grep '^:' | cut -d' ' -f1 | sort; }
+chains_before=$(chains)
 cleanup() {
   local rc=$?
   trap - EXIT
@@ -181,6 +183,8 @@ cleanup() {
   for n in "${nodes[@]}"; do ip link del "gle2e-${n: -1}" 2>/dev/null || true; done
   ip link del "$veth" 2>/dev/null || true
   echo "$forward_before" > /proc/sys/net/ipv4/ip_forward
+  local left; left=$(comm -13 <(echo "$chains_before") <(chains) | tr '\n' ' ')
+  [[ -z $left ]] || say "iptables chains left behind: $left"
   for ((i = ${#made[@]} - 1; i >= 0; i--)); do rmdir "${made[i]}" 2>/dev/null || true; done
   if [[ -n ${KEEP:-} || $rc -ne 0 ]]; then say "logs kept in $dir"; else rm -rf "$dir"; fi
   exit $rc
