@@ -333,6 +333,38 @@ def check_metrics():
                f"HTTP {r.stdout or 'none'}")
 
 
+def check_cli():
+    """`kubectl gapless nodes` as users run it, and the GPU map through a port-forward."""
+    r = subprocess.run(["kubectl", "gapless", "nodes"], capture_output=True, text=True, timeout=60)
+    ok = r.returncode == 0 and "e2e-node-a" in r.stdout
+    result(ok, "kubectl gapless nodes", f"{len(r.stdout.splitlines())} lines" if ok else
+           f"exit {r.returncode}: {(r.stderr or r.stdout).strip()[:300]}")
+    pods = sched_pods()
+    if not pods:
+        return
+    pf = subprocess.Popen(["kubectl", "port-forward", "-n", SYS, f"pod/{pods[0]['metadata']['name']}",
+                           "--address", "127.0.0.1", ":8888"], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    try:
+        m = re.search(r"127\.0\.0\.1:(\d+)", pf.stdout.readline())
+        if not result(bool(m), "kubectl port-forward to the extender's 8888", "listening" if m else
+                      "no local port"):
+            return
+        url = f"http://127.0.0.1:{m.group(1)}"
+        r = subprocess.run(["kubectl", "gapless", "--extender", url, "nodes"], capture_output=True,
+                           text=True, timeout=60)
+        ok = r.returncode == 0 and "e2e-node-a" in r.stdout
+        result(ok, "GPU map through the port-forward (kubectl gapless --extender)",
+               f"{len(r.stdout.splitlines())} lines" if ok else f"exit {r.returncode}: "
+               f"{(r.stderr or r.stdout).strip()[:300]}")
+        ui = subprocess.run(["curl", "-sf", "-m", "10", f"{url}/ui/"], capture_output=True, text=True)
+        result(ui.returncode == 0, "GPU map page /ui/ through the port-forward",
+               f"{len(ui.stdout)} bytes" if ui.returncode == 0 else f"curl exit {ui.returncode}")
+    finally:
+        pf.terminate()
+        pf.wait()
+
+
 def save_logs(logdir):
     os.makedirs(logdir, exist_ok=True)
     for ns in (SYS, NODE_NS):
@@ -419,6 +451,7 @@ def main():
         check_failover(pods, logdir)
         check_reload()
     check_metrics()
+    check_cli()
     check_logs(a.dir, logdir)
     print(f"{'FAILED: ' + ', '.join(failed) if failed else 'all checks passed'}", flush=True)
     sys.exit(3 if failed else 0)

@@ -17,12 +17,12 @@
 #   - applies tests/e2e/overlay (manifests/ with local image names, pull policy Never and the fake
 #     NVML in place of the NVIDIA container runtime) with `kubectl apply -k`;
 #   - runs the checks of scripts/cluster_e2e.py, one line each.
-# Network: only 127.0.0.1, a veth pair with /32 addresses from E2E_NET (10.213.0.0/24: .100 the
+# Network: only 127.0.0.1, a veth pair with /32 addresses from 10.213.0.0/24 (: .100 the
 # API server, .1/.2 the nodes) and the nodes' CNI bridges (10.214.N.0/24). Nothing else.
 # Environment: K8S_BIN (prebuilt binaries), E2E_CACHE (default /var/tmp/gapless-e2e: images and
 # binaries kept between runs), NODES (1 or 2), JOBS (the Dockerfile's build-arg, default 2),
-# SKIP_IMAGE_BUILD=1 (reuse the last image), IMAGES_ONLY=1 (build, then stop), KEEP=1 (keep
-# the logs).
+# OVERLAY (another kustomization to apply, for diagnosis only), SKIP_IMAGE_BUILD=1 (reuse the last
+# image), IMAGES_ONLY=1 (build, then stop), KEEP=1 (keep the logs).
 # Exit status: 0 all checks passed, 3 a check failed, other: the harness failed (message says).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd); repo=$(dirname "$here"); self="$here/$(basename "$0")"
@@ -84,6 +84,7 @@ done
 k8s_version=$("$kbin/kube-scheduler" --version | awk '{print $2}')
 want_tag=$(awk '/name: registry.k8s.io\/kube-scheduler/{f=1} f&&/newTag:/{print $2; exit}' \
   "$repo/tests/e2e/overlay/kustomization.yaml")
+[[ -z ${OVERLAY:-} ]] || say "OVERLAY=$OVERLAY instead of tests/e2e/overlay: not the shipped manifests"
 [[ ${k8s_version%%-*} == "$want_tag" ]] ||
   die "kube-scheduler is $k8s_version, tests/e2e/overlay names $want_tag: change the overlay's tag"
 
@@ -136,6 +137,9 @@ image_size=$(podman image inspect e2e.local/gapless-extender:e2e --format '{{.Si
 images_tar="$cache/images.tar"; rm -f "$images_tar"
 podman save -q -m -o "$images_tar" e2e.local/gapless-extender:e2e "e2e.local/kube-scheduler:$want_tag" \
   e2e.local/pause:3.9 e2e.local/shell:1
+mkdir -p "$cache/bin"; cid=$(podman create e2e.local/gapless-extender:e2e)  # kubectl gapless
+podman cp "$cid:/usr/local/bin/kubectl-gapless" "$cache/bin/"; podman rm "$cid" >/dev/null
+export PATH="$cache/bin:$PATH"
 gbuild="$repo/build"
 if [[ ! -f $gbuild/fake_nvml/libnvidia-ml.so.1 ]]; then
   cmake -S "$repo" -B "$gbuild" -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -363,7 +367,7 @@ py=(python3 "$here/cluster_e2e.py" --dir "$dir" --nodes "$nodes_n")
 "${py[@]}" nodes-ready
 kubectl label node --all nvidia.com/gpu.present=true >/dev/null
 t_apply=$(date +%s)
-kubectl apply -k "$repo/tests/e2e/overlay" > apply.log 2>&1 || { cat apply.log >&2; die "kubectl apply -k failed"; }
+kubectl apply -k "${OVERLAY:-$repo/tests/e2e/overlay}" > apply.log 2>&1 || { cat apply.log >&2; die "kubectl apply -k failed"; }
 grep -i warn apply.log >&2 || true
 echo "setup: Kubernetes $k8s_version, $nodes_n node(s), image $((image_size / 1000000)) MB" \
   "(Dockerfile build: ${image_build_s:-cached} s), ready to apply after $((t_apply - t_start)) s"
