@@ -17,7 +17,7 @@
 #   - applies tests/e2e/overlay (manifests/ with local image names, pull policy Never and the fake
 #     NVML in place of the NVIDIA container runtime) with `kubectl apply -k`;
 #   - runs the checks of scripts/cluster_e2e.py, one line each.
-# Network: only 127.0.0.1, a veth pair with /32 addresses from 10.213.0.0/24 (: .100 the
+# Network: only 127.0.0.1, a veth pair with /32 addresses from 10.213.0.0/24 (.100 the
 # API server, .1/.2 the nodes) and the nodes' CNI bridges (10.214.N.0/24). Nothing else.
 # Environment: K8S_BIN (prebuilt binaries), E2E_CACHE (default /var/tmp/gapless-e2e: images and
 # binaries kept between runs), NODES (1 or 2), JOBS (the Dockerfile's build-arg, default 2),
