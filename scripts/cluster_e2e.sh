@@ -72,20 +72,25 @@ elapsed() { echo $(($(date +%s) - $1)); }
 
 # ---- binaries and images (kept in $E2E_CACHE between runs) --------------------------------------
 kbin=${K8S_BIN:-$cache/k8s-bin}; mkdir -p "$kbin"; kbin=$(realpath "$kbin")
+want_tag=$(awk '/name: registry.k8s.io\/kube-scheduler/{f=1} f&&/newTag:/{print $2; exit}' \
+  "$repo/tests/e2e/overlay/kustomization.yaml")
+[[ -z ${OVERLAY:-} ]] || say "OVERLAY=$OVERLAY instead of tests/e2e/overlay: not the shipped manifests"
 for n in kube-apiserver kube-controller-manager kube-scheduler kubelet; do
   [[ -x $kbin/$n ]] && continue
   [[ -d $tree/vendor ]] || die "$kbin/$n missing and no Kubernetes tree with vendor/ given"
   command -v go >/dev/null || die "go not found (apt-get install golang-go)"
-  t=$(date +%s)
+  # A plain `go build` stamps v0.0.0-master; the release is the newest entry of the tree's
+  # CHANGELOG (hack/lib/version.sh would take it from git tags, which a snapshot lacks).
+  ver=${K8S_VERSION:-$(sed -n 's/^# \(v[0-9]*\.[0-9]*\.[0-9]*\)$/\1/p' "$tree"/CHANGELOG/CHANGELOG-*.md |
+    sort -V | tail -1)}
+  minor=${ver#v*.}; minor=${minor%%.*}; t=$(date +%s) v=k8s.io/component-base/version
+  ld="-X $v.gitVersion=$ver -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
   (cd "$tree" && GOFLAGS="-mod=vendor -p=2" CGO_ENABLED=0 nice -n 19 \
-     go build -tags providerless -o "$kbin/$n" "./cmd/$n")
-  say "built $n in $(elapsed "$t") s"
+     go build -tags providerless -ldflags "$ld" -o "$kbin/$n" "./cmd/$n")
+  say "built $n $ver in $(elapsed "$t") s"
 done
 k8s_version=$("$kbin/kube-scheduler" --version | awk '{print $2}')
-want_tag=$(awk '/name: registry.k8s.io\/kube-scheduler/{f=1} f&&/newTag:/{print $2; exit}' \
-  "$repo/tests/e2e/overlay/kustomization.yaml")
-[[ -z ${OVERLAY:-} ]] || say "OVERLAY=$OVERLAY instead of tests/e2e/overlay: not the shipped manifests"
-[[ ${k8s_version%%-*} == "$want_tag" ]] ||
+[[ $k8s_version == "$want_tag" ]] ||
   die "kube-scheduler is $k8s_version, tests/e2e/overlay names $want_tag: change the overlay's tag"
 
 export CONTAINERS_CONF="$cache/containers.conf" CONTAINERS_STORAGE_CONF="$cache/storage.conf"
@@ -138,7 +143,8 @@ images_tar="$cache/images.tar"; rm -f "$images_tar"
 podman save -q -m -o "$images_tar" e2e.local/gapless-extender:e2e "e2e.local/kube-scheduler:$want_tag" \
   e2e.local/pause:3.9 e2e.local/shell:1
 mkdir -p "$cache/bin"; cid=$(podman create e2e.local/gapless-extender:e2e)  # kubectl gapless
-podman cp "$cid:/usr/local/bin/kubectl-gapless" "$cache/bin/"; podman rm "$cid" >/dev/null
+podman cp "$cid:/usr/local/bin/kubectl-gapless" "$cache/bin/" || say "no kubectl-gapless in the image"
+podman rm "$cid" >/dev/null
 export PATH="$cache/bin:$PATH"
 gbuild="$repo/build"
 if [[ ! -f $gbuild/fake_nvml/libnvidia-ml.so.1 ]]; then
