@@ -158,7 +158,9 @@ say "images ready after $(elapsed "$t_start") s (Dockerfile build: ${image_build
 dir=$(mktemp -d /tmp/cluster-e2e.XXXXXX); cd "$dir"
 pids=() made=() cgroups=() nodes=()
 forward_before=$(cat /proc/sys/net/ipv4/ip_forward)
-chains() { iptables-save | grep '^:' | cut -d' ' -f1 | sort; }
+chains() {  # user-defined chains, per table
+  iptables-save 2>/dev/null | awk '/^\*/{t=$1} /^:/ && $1 !~ /^:(INPUT|OUTPUT|FORWARD|PREROUTING|POSTROUTING)$/{print t, $1}' | sort
+}
 chains_before=$(chains)
 cleanup() {
   local rc=$?
@@ -238,6 +240,7 @@ cert apiserver /CN=kube-apiserver \
   "IP:$api_ip,IP:$svc_ip,IP:127.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
 cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
 cert admin "/O=system:masters/CN=e2e-admin"
+cert front-proxy-client /CN=front-proxy-client  # the aggregation layer's identity, as kubeadm sets it up
 cert controller-manager /CN=system:kube-controller-manager
 cert scheduler /CN=system:kube-scheduler
 openssl genrsa -out sa.key 2048 2>/dev/null; openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
@@ -273,7 +276,11 @@ start kube-apiserver "$kbin/kube-apiserver" --etcd-servers=http://127.0.0.1:2379
   --kubelet-preferred-address-types=InternalIP --service-account-issuer=https://kubernetes.default.svc \
   --service-account-key-file=pki/sa.pub --service-account-signing-key-file=pki/sa.key \
   --authorization-mode=Node,RBAC --service-cluster-ip-range=10.96.0.0/16 \
-  --audit-policy-file=audit-policy.yaml --audit-log-path=audit.log
+  --audit-policy-file=audit-policy.yaml --audit-log-path=audit.log \
+  --requestheader-client-ca-file=pki/ca.crt --requestheader-allowed-names=front-proxy-client \
+  --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+  --requestheader-extra-headers-prefix=X-Remote-Extra- --proxy-client-cert-file=pki/front-proxy-client.crt \
+  --proxy-client-key-file=pki/front-proxy-client.key
 export KUBECONFIG=$dir/admin.kubeconfig
 for _ in $(seq 240); do kubectl get --raw /readyz >/dev/null 2>&1 && break; sleep 0.5; done
 kubectl get --raw /readyz >/dev/null || die "kube-apiserver not ready (logs in $dir)"
