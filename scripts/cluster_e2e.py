@@ -101,18 +101,26 @@ def started_at(p, container):
 
 
 def check_scheduler(applied_at):
-    pods = wait(lambda: (lambda ps: ps if len(ps) == 2 and all(map(pod_ready, ps)) else None)(
-        sched_pods()), 360)
+    seen_ready = {}  # pod -> when its extender container was first seen ready (polled)
+
+    def both_ready():
+        ps = sched_pods()
+        for p in ps:
+            for cs in p["status"].get("containerStatuses", []):
+                if cs["name"] == "gapless-extender" and cs["ready"]:
+                    seen_ready.setdefault(p["metadata"]["name"], time.time())
+        return ps if len(ps) == 2 and all(map(pod_ready, ps)) else None
+    pods = wait(both_ready, 360)
     if not result(bool(pods), "scheduler replicas Ready",
                   f"2/2 after {time.time() - applied_at:.0f} s" if pods else "not 2 Ready in 360 s"):
         explain_pods(sched_pods())
         return None
-    for p in pods:  # the extender's postStart hook returns on /readyz: kube-scheduler starts then
-        ext, ks = started_at(p, "gapless-extender"), started_at(p, "kube-scheduler")
-        made = ts(p["metadata"]["creationTimestamp"])
-        info("extender time to Ready", f"{p['metadata']['name']}: {ks - ext:.0f} s from its start "
-             f"to kube-scheduler's start (postStart --wait-ready); pod Ready "
-             f"{ts(cond(p, 'Ready').get('lastTransitionTime')) - made:.0f} s after creation")
+    for p in pods:
+        name, ext, ks = p["metadata"]["name"], started_at(p, "gapless-extender"), started_at(p, "kube-scheduler")
+        seen = seen_ready.get(name)
+        info("extender time to Ready", f"{name}: readiness probe passing {seen - ext:.0f} s after "
+             f"the container started (5 s probe period); kube-scheduler started {ks - ext:.0f} s "
+             f"after it (the postStart hook holds it until /readyz)" if seen else f"{name}: ?")
     holder = wait(lambda: lease_holder(pods), 60)
     result(bool(holder), "one lease holder", f"{holder} holds {LEASE}" if holder else
            f"no replica holds the lease {LEASE}")
