@@ -294,6 +294,17 @@ def check_failover(pods, logdir):
                {f"{k[0]}/{k[1]}": v for k, v in twice.items()}))
 
 
+def check_drift():
+    """The agents' drift check (docs/node-drift.md) finds nothing: every container got its record."""
+    evs = [e for e in get("events", "-n", TEST_NS)["items"] if e.get("reason") == "GaplessDrift"]
+    per_pod = {}
+    for e in evs:
+        n = e["involvedObject"]["name"]
+        per_pod[n] = per_pod.get(n, 0) + 1
+    result(not evs, "no GaplessDrift Warning on the test pods",
+           "none" if not evs else f"{json.dumps(per_pod)}; e.g. {evs[0].get('message', '')[:300]}")
+
+
 # ---- policy reload -------------------------------------------------------------------------------
 RELOAD = "policy reloaded from"
 
@@ -479,6 +490,7 @@ def main():
         check_reload()
     check_metrics()
     check_cli()
+    check_drift()
     check_logs(a.dir, logdir)
     print(f"{'FAILED: ' + ', '.join(failed) if failed else 'all checks passed'}", flush=True)
     sys.exit(3 if failed else 0)
