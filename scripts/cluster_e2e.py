@@ -294,6 +294,35 @@ def check_failover(pods, logdir):
                {f"{k[0]}/{k[1]}": v for k, v in twice.items()}))
 
 
+def check_extender_restart():
+    """The leader's extender restarts (its process ends) while its kube-scheduler keeps the lease:
+    the next GPU pod must still be bound, to GPUs nobody holds (the model is rebuilt first)."""
+    pods = sched_pods()
+    leader = lease_holder(pods)
+    if not leader:
+        return result(False, "extender restart in the leader", "no leader")
+    r0 = restarts(get("pod", "-n", SYS, leader))
+    kubectl("exec", "-n", SYS, leader, "-c", "gapless-extender", "--", "bash", "-c", "kill -TERM 1")
+    t0 = time.time()
+    create([gpu_pod("after-restart", {"nvidia.com/gpu": "1"})])
+    p = wait(lambda: (lambda x: x if x["spec"].get("nodeName") else None)(
+        get("pod", "-n", TEST_NS, "after-restart")), 180, 0.5)
+    holder = lease_holder(sched_pods())
+    evs = [e for e in get("events", "-n", TEST_NS)["items"]
+           if e["involvedObject"]["name"] == "after-restart" and e.get("reason") == "FailedScheduling"]
+    info("extender restart in the leader", f"{leader}: restarts {r0} -> "
+         f"{restarts(get('pod', '-n', SYS, leader))}, lease holder now {holder}, "
+         f"{len(evs)} FailedScheduling events" + (f", e.g. {evs[0]['message'][:200]}" if evs else ""))
+    if result(bool(p), "extender restart: the next GPU pod is bound",
+              f"{time.time() - t0:.1f} s after the extender was stopped" if p else "not bound in 180 s"):
+        if wait(lambda: running(["after-restart"]), 120):
+            check_env(get("pod", "-n", TEST_NS, "after-restart"))
+    twice = double_booked()
+    result(not twice, "no GPU double-booked after the extender restart",
+           "every whole GPU in one live container" if not twice else json.dumps(
+               {f"{k[0]}/{k[1]}": v for k, v in twice.items()}))
+
+
 def check_drift():
     """The agents' drift check (docs/node-drift.md) finds nothing: every container got its record."""
     evs = [e for e in get("events", "-n", TEST_NS)["items"] if e.get("reason") == "GaplessDrift"]
@@ -488,6 +517,7 @@ def main():
     if pods:
         check_failover(pods, logdir)
         check_reload()
+        check_extender_restart()
     check_metrics()
     check_cli()
     check_drift()

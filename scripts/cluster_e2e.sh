@@ -66,6 +66,10 @@ done
 if ip -o addr | grep -q " $net\.\| $pods\." || ip route | grep -q "^$net\.\|^$pods\."; then
   die "$net.0/24 or $pods.0.0/16 is in use on this machine: this script only uses unused ranges"
 fi
+for l in gle2e0 gle2e1 gle2e-a gle2e-b; do
+  ! ip link show "$l" >/dev/null 2>&1 || die "network interface $l exists: another run? (ip link del $l)"
+done
+! iptables -t nat -S GAPLESS-E2E >/dev/null 2>&1 || die "iptables nat chain GAPLESS-E2E exists: another run?"
 mkdir -p "$cache"; cache=$(realpath "$cache")
 t_start=$(date +%s)
 elapsed() { echo $(($(date +%s) - $1)); }
