@@ -13,11 +13,14 @@ latency, sequential, one kept connection each), then again while each attack run
   big-heads      4 connections sending 100 KiB heads in a loop, and one 64 MB head
   explain-1m     3 clients at once asking /debug/explain for 1M node names
   conn-flood     --max-connections idle connections, from 127.0.0.2
+  filter-1m      2 clients posting /filter bodies (12 MB) that name 1.2M unknown nodes
+                 (issue 38: the verdict cache's lock and the 68 MB answer)
 
 and prints filter p50/p99 and /healthz p99/max per phase, peak RSS (VmHWM) and RSS one minute
 after the last attack.
 
 Usage: scripts/attack_probe.py build/gapless-extender [--tls] [--workers 4] [--seconds 10]
+                               [--only PHASE[,PHASE...]] [--after 60]
 Only the Python standard library (and the openssl command for --tls).
 """
 import argparse
@@ -175,10 +178,11 @@ def big_head(attack, target, size, once=False):
             return
 
 
-def explain_1m(attack, target):
-    names = [f"n{i}" for i in range(1000000)]
+def post_names(attack, target, path, count):
+    """POSTs an ExtenderArgs naming `count` unknown nodes to `path`, in a loop."""
+    names = [f"n{i}" for i in range(count)]
     body = json.dumps({"Pod": json.loads(FILTER)["Pod"], "NodeNames": names}).encode()
-    req = (b"POST /debug/explain HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)) + body
+    req = (b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (path, len(body))) + body
     while not attack.stop.is_set():
         try:
             s = target.connect(timeout=120)
@@ -220,8 +224,9 @@ def phases(target, workers, max_connections):
         ("slow-readers", lambda a: [a.spawn(never_read, a, target, explain_req, 4) for _ in range(n)]),
         ("big-heads", lambda a: [a.spawn(big_head, a, target, 100 * 1024) for _ in range(4)]
          + [a.spawn(big_head, a, target, 64 * 1024 * 1024, True)]),
-        ("explain-1m", lambda a: [a.spawn(explain_1m, a, target) for _ in range(3)]),
+        ("explain-1m", lambda a: [a.spawn(post_names, a, target, b"/debug/explain", 1000000) for _ in range(3)]),
         ("conn-flood", lambda a: [a.spawn(flood, a, target, max_connections)]),
+        ("filter-1m", lambda a: [a.spawn(post_names, a, target, b"/filter", 1200000) for _ in range(2)]),
     ]
 
 
@@ -233,6 +238,7 @@ def main():
     ap.add_argument("--max-connections", type=int, default=1024)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--after", type=float, default=60, help="seconds to wait before the last RSS")
+    ap.add_argument("--only", default="", help="comma-separated phases to run (default: all)")
     args = ap.parse_args()
     port = free_port()
     cmd = [args.extender, "--listen", f"127.0.0.1:{port}", "--workers", str(args.workers),
@@ -268,7 +274,10 @@ def main():
 
     try:
         measure("unloaded")
+        only = set(filter(None, args.only.split(",")))
         for name, start in phases(target, args.workers, args.max_connections):
+            if only and name not in only:
+                continue
             attack = Attack()
             start(attack)
             time.sleep(1)  # let the attack take hold

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -78,13 +79,23 @@ struct Held {
   std::vector<DeviceRef> refs;   // sorted, unique (whole/shared: per GPU; MIG: per placement)
 };
 
+// Per container and resource, the union of its entries. The kubelet (v1.26 PodResources List)
+// lists each device as its own entry with one ID, once per NUMA node of the device; other
+// servers group the IDs in one entry. Compared entry by entry, a 2-GPU container was two
+// mismatches (issue 37).
 std::vector<Held> held_devices(const AssignedPod& pod) {
   std::vector<Held> out;
   for (const auto& c : pod.containers) {
+    std::map<std::string, std::vector<std::string>> ids_of;  // resource -> IDs, every entry
     for (const auto& d : c.devices) {
-      if (!drift_resource(d.resource) || d.ids.empty()) continue;
-      Held h{&pod, &c, d.resource, sorted_unique(d.ids), {}};
-      const bool mig = kind_of(d.resource) == GrantKind::kMig;
+      if (!drift_resource(d.resource)) continue;
+      auto& ids = ids_of[d.resource];
+      ids.insert(ids.end(), d.ids.begin(), d.ids.end());
+    }
+    for (auto& [resource, ids] : ids_of) {
+      if (ids.empty()) continue;
+      Held h{&pod, &c, resource, sorted_unique(std::move(ids)), {}};
+      const bool mig = kind_of(resource) == GrantKind::kMig;
       for (const auto& id : h.ids) {
         DeviceRef r = device_ref(id);
         if (!mig) r.mig_start = -1;

@@ -1,17 +1,17 @@
 // GpuScanner: per-GPU reads (identity, memory, NUMA, MIG) and health. Pairs: pair_scan.cpp.
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
 #include "gapless/agent/gpu_scan.h"
+#include "gapless/model/ascii.h"
 
 namespace gapless::agent {
 
 std::string normalise_bus_id(const std::string& bus_id) {
   const std::size_t colon = bus_id.find(':');
-  std::string rest = colon == std::string::npos ? bus_id : bus_id.substr(colon + 1);
-  for (char& c : rest) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string rest =
+      model::ascii_lower(colon == std::string::npos ? bus_id : bus_id.substr(colon + 1));
   if (colon == std::string::npos) return rest;
   const unsigned long domain = std::strtoul(bus_id.substr(0, colon).c_str(), nullptr, 16);
   char head[24];  // "ffffffffffffffff:" at most

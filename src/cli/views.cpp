@@ -145,11 +145,6 @@ Result<std::string> render_nodes(const json& state, const std::string& node) {
   }
 }
 
-std::string proxy_path(const std::string& path) {
-  return "/api/v1/namespaces/gapless-system/services/gapless-extender-metrics:http-metrics/proxy" +
-         path;
-}
-
 Result<std::string> pod_path(const std::string& who) {
   const std::size_t slash = who.find('/');
   if (slash == 0 || slash == std::string::npos || slash + 1 == who.size() ||

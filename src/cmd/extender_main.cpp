@@ -19,6 +19,7 @@
 #include "gapless/server/policy_watch.h"
 #include "gapless/server/score_warmer.h"
 #include "kube_source.h"
+#include "wait_ready.h"
 
 using namespace gapless;
 
@@ -70,6 +71,7 @@ std::string replica_name() {
 int main(int argc, char** argv) {
   CLI::App app{"gapless-extender: GPU-topology-aware kube-scheduler extender"};
   std::string listen = "127.0.0.1:8888";
+  std::string probe_listen;
   std::string prefix;
   std::string policy_file;
   std::string cluster_file;
@@ -99,6 +101,10 @@ int main(int argc, char** argv) {
   claims.ns = default_namespace();
   claims.holder = replica_name();
   app.add_option("--listen", listen, "HOST:PORT to serve on")->capture_default_str();
+  app.add_option("--probe-listen", probe_listen,
+                 "HOST:PORT of a second, plain-HTTP listener for the kubelet and Prometheus: "
+                 "only GET /healthz, /readyz, /version and /metrics, with its own event loop and "
+                 "connection slots (default: none)");
   app.add_option("--url-prefix", prefix, "path prefix of the extender verbs (urlPrefix's path)");
   app.add_option("--policy", policy_file, "policy YAML (default: built-in bundle policy)");
   app.add_option(
@@ -198,12 +204,18 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
   app.add_flag("--version", version, "print the version and exit");
+  int wait_ready_seconds = -1;
+  app.add_option("--wait-ready", wait_ready_seconds,
+                 "wait up to SECONDS for the extender at --listen to be ready, then exit 0 (1 if "
+                 "it is not): the Deployment's postStart hook, so kube-scheduler starts after it")
+      ->check(CLI::Range(0, 3600));
   CLI11_PARSE(app, argc, argv);
 
   if (version) {
     std::printf("gapless-extender %s\n", GAPLESS_VERSION);
     return 0;
   }
+  if (wait_ready_seconds >= 0) return cmd::wait_ready(listen, wait_ready_seconds);
   if (!check_policy.empty()) {
     auto p = policy::load_policy_file(check_policy);
     if (!p) {
@@ -264,6 +276,12 @@ int main(int argc, char** argv) {
     server::log_error("--listen must be HOST:PORT, got \"" + listen + "\"");
     return 1;
   }
+  std::string probe_host;
+  int probe_port = 0;
+  if (!probe_listen.empty() && !split_listen(probe_listen, &probe_host, &probe_port)) {
+    server::log_error("--probe-listen must be HOST:PORT, got \"" + probe_listen + "\"");
+    return 1;
+  }
 
   // A peer closing a connection mid-write must not kill the process.
   std::signal(SIGPIPE, SIG_IGN);
@@ -313,6 +331,15 @@ int main(int argc, char** argv) {
   if (!bound) {
     server::log_error("refusing to start: " + bound.error());
     return 1;
+  }
+  if (!probe_listen.empty()) {
+    auto probes = http.bind_probes(probe_host, probe_port);
+    if (!probes) {
+      server::log_error("refusing to start: --probe-listen: " + probes.error());
+      return 1;
+    }
+    server::log_info("probes (/healthz, /readyz, /version, /metrics) on http://" + probe_host +
+                     ":" + std::to_string(*probes));
   }
   if (kube && pairing_wait > 0) {
     using std::chrono::duration_cast;

@@ -80,7 +80,9 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
   extender.set_claims(&claims_);
 
   auto on_error = [](const std::string& what) { server::log_warn(what); };
-  k8s::InformerHandlers node_handlers = sync_->node_handlers();
+  // The bind check (KubeBinder::admit) reads nodes' labels and taints from the same informer.
+  k8s::InformerHandlers node_handlers = node_facts_.feed(sync_->node_handlers());
+  binder_.set_node_facts(&node_facts_);
   node_handlers.on_error = on_error;
   k8s::InformerHandlers pod_handlers = sync_->pod_handlers();
   pod_handlers.on_error = on_error;

@@ -16,6 +16,7 @@
 #include "gapless/k8s/informer.h"
 #include "gapless/k8s/kube_binder.h"
 #include "gapless/k8s/node_claims.h"
+#include "gapless/k8s/node_facts.h"
 #include "gapless/server/extender.h"
 #include "gapless/server/metrics.h"
 
@@ -40,6 +41,7 @@ class KubeSource {
 
  private:
   gapless::k8s::ApiClient api_;
+  gapless::k8s::NodeFactsStore node_facts_;  // before binder_, which reads it
   gapless::k8s::KubeBinder binder_;
   gapless::k8s::KubeNodeClaims claims_;
   std::string scheduler_name_;

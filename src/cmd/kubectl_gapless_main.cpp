@@ -4,9 +4,10 @@
 //   kubectl gapless explain NAMESPACE/POD [-f POD_JSON] [--extender URL]
 //   kubectl gapless ui [--listen HOST:PORT] [--open] [--extender URL]
 //
-// With --extender the extender is called directly; without, through the kubeconfig's API server
-// (service proxy to gapless-extender-metrics in gapless-system). Without -f the pod is read from
-// the API server. Thin: fetches, then renders with gapless::cli (include/gapless/cli/views.h).
+// With --extender the extender is called directly; without, through `kubectl port-forward` to
+// its loopback port in a pod of deploy/gapless-scheduler (gapless/cli/port_forward.h): the
+// user's own RBAC decides. Without -f the pod is read from the kubeconfig's API server. Thin:
+// fetches, then renders with gapless::cli (include/gapless/cli/views.h).
 #include <httplib.h>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "gapless/cli/port_forward.h"
 #include "gapless/cli/views.h"
 #include "gapless/k8s/api_client.h"
 #include "kubectl_gapless_ui.h"
@@ -29,7 +31,7 @@ namespace {
 
 struct Options {
   std::string extender, kubeconfig, context, node, who, pod_file;
-  std::string listen = "127.0.0.1:8899";  // ui: where the local forwarder listens
+  std::string listen = "127.0.0.1:8899";  // ui: where the port-forward listens
   bool open = false;                      // ui: run xdg-open on the URL
 };
 
@@ -63,46 +65,39 @@ std::string default_kubeconfig() {
   return std::string(home != nullptr ? home : "") + "/.kube/config";
 }
 
-// Calls through the API server; `via_proxy`: paths go to the extender's Service proxy.
-Result<Call> api_server(const Options& o, bool via_proxy) {
+// Calls to the kubeconfig's API server (reading the pod for explain).
+Result<Call> api_server(const Options& o) {
   auto config =
       k8s::kubeconfig_config(o.kubeconfig.empty() ? default_kubeconfig() : o.kubeconfig, o.context);
   if (!config) return Error{config.error()};
   std::shared_ptr<k8s::ApiTransport> api = std::make_shared<k8s::ApiClient>(std::move(*config));
-  return Call([api, via_proxy](const std::string& method, const std::string& path,
-                               const std::string& body) -> Result<json> {
-    const std::string full = via_proxy ? cli::proxy_path(path) : path;
-    auto r = api->call(method, full, body);
+  return Call([api](const std::string& method, const std::string& path,
+                    const std::string& body) -> Result<json> {
+    auto r = api->call(method, path, body);
     if (!r) return Error{r.error()};
-    return parse_answer(full, r->status, r->body);
+    return parse_answer(path, r->status, r->body);
   });
 }
 
+// kubectl port-forward as the user runs it: $KUBECTL or kubectl, with the plugin's kubeconfig.
+cli::PortForwardSpec forward_spec(const Options& o) {
+  cli::PortForwardSpec spec;
+  if (const char* env = std::getenv("KUBECTL"); env != nullptr && *env != '\0') spec.kubectl = env;
+  spec.kubeconfig = o.kubeconfig;
+  spec.context = o.context;
+  return spec;
+}
+
 // kubectl gapless ui. With --extender the page is there already: print (and open) its URL.
-// Without, the browser cannot authenticate to the API server, so serve the page locally and
-// fetch every file and JSON through the service proxy with the kubeconfig's credentials.
+// Without, the page is the extender's own, through the port-forward (kubectl_gapless_ui.h).
 int ui(const Options& o) {
   const std::string opener = o.open ? "xdg-open" : "";
-  if (!o.extender.empty()) {
-    std::string base = o.extender;
-    while (!base.empty() && base.back() == '/') base.pop_back();
-    std::printf("%s/ui/\n", base.c_str());
-    std::fflush(stdout);
-    return cli::open_url(opener, base + "/ui/") ? 0 : 1;
-  }
-  auto config =
-      k8s::kubeconfig_config(o.kubeconfig.empty() ? default_kubeconfig() : o.kubeconfig, o.context);
-  if (!config) {
-    std::fprintf(stderr, "kubectl-gapless: %s\n", config.error().c_str());
-    return 1;
-  }
-  auto api = std::make_shared<k8s::ApiClient>(std::move(*config));
-  cli::FetchFn fetch = [api](const std::string& path) -> Result<std::pair<int, std::string>> {
-    auto r = api->call("GET", cli::proxy_path(path), "", "application/json");
-    if (!r) return Error{r.error()};
-    return std::pair{r->status, std::move(r->body)};
-  };
-  return cli::serve_ui(o.listen, fetch, opener);
+  if (o.extender.empty()) return cli::forward_ui(forward_spec(o), o.listen, opener);
+  std::string base = o.extender;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  std::printf("%s/ui/\n", base.c_str());
+  std::fflush(stdout);
+  return cli::open_url(opener, base + "/ui/") ? 0 : 1;
 }
 
 Result<json> read_json(const std::string& path) {
@@ -118,23 +113,30 @@ Result<json> the_pod(const Options& o) {
   if (!o.pod_file.empty()) return read_json(o.pod_file);
   auto path = cli::pod_path(o.who);
   if (!path) return Error{path.error()};
-  auto api = api_server(o, /*via_proxy=*/false);
+  auto api = api_server(o);
   if (!api) return Error{api.error()};
   return (*api)("GET", *path, "");
 }
 
 Result<std::string> run(const Options& o, bool nodes) {
-  auto call =
-      o.extender.empty() ? api_server(o, /*via_proxy=*/true) : Result<Call>(direct(o.extender));
-  if (!call) return Error{call.error()};
-  auto state = (*call)("GET", "/debug/state", "");
+  // explain: the pod first, so a wrong name fails before any port-forward starts.
+  Result<json> pod = nodes ? Result<json>(json()) : the_pod(o);
+  if (!pod) return Error{pod.error()};
+  std::unique_ptr<cli::PortForward> forward;  // ends kubectl on every return below
+  std::string url = o.extender;
+  if (url.empty()) {
+    auto started = cli::PortForward::start(forward_spec(o));
+    if (!started) return Error{cli::forward_failed(started.error())};
+    forward = std::move(*started);
+    url = forward->url();
+  }
+  const Call call = direct(url);
+  auto state = call("GET", "/debug/state", "");
   if (!state) return Error{state.error()};
   if (nodes) return cli::render_nodes(*state, o.node);
-  auto pod = the_pod(o);
-  if (!pod) return Error{pod.error()};
   auto body = cli::explain_request(*pod, o.who, *state);
   if (!body) return Error{body.error()};
-  auto answer = (*call)("POST", "/debug/explain", *body);
+  auto answer = call("POST", "/debug/explain", *body);
   if (!answer) return Error{answer.error()};
   return cli::render_explanation(*answer);
 }
@@ -148,8 +150,9 @@ int main(int argc, char** argv) {
   Options o;
   app.add_option(
       "--extender", o.extender,
-      "the extender's base URL, e.g. http://localhost:8888; without it, the API server "
-      "of the kubeconfig proxies to the Service gapless-system/gapless-extender-metrics");
+      "the extender's base URL, e.g. http://localhost:8888; without it, kubectl port-forward "
+      "(KUBECTL, else kubectl on PATH) to port 8888 of deploy/gapless-scheduler in "
+      "gapless-system");
   app.add_option("--kubeconfig", o.kubeconfig, "kubeconfig (default: $KUBECONFIG, ~/.kube/config)");
   app.add_option("--context", o.context, "kubeconfig context (default: current-context)");
   CLI::App* nodes_cmd = app.add_subcommand("nodes", "each node's GPU map");
@@ -161,9 +164,10 @@ int main(int argc, char** argv) {
                           "API server");
   CLI::App* ui_cmd = app.add_subcommand(
       "ui",
-      "the GPU map in the browser: prints its URL (without --extender, serves it on "
-      "--listen through the API server's service proxy until Ctrl-C)");
-  ui_cmd->add_option("--listen", o.listen, "HOST:PORT of the local page (port 0: any)")
+      "the GPU map in the browser: prints its URL (without --extender, port-forwards "
+      "--listen to the extender until Ctrl-C)");
+  ui_cmd
+      ->add_option("--listen", o.listen, "HOST:PORT of the port-forward's local end (port 0: any)")
       ->capture_default_str();
   ui_cmd->add_flag("--open", o.open, "open the URL with xdg-open");
   CLI11_PARSE(app, argc, argv);

@@ -1,31 +1,15 @@
 #include "kubectl_gapless_ui.h"
 
-#include <httplib.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/wait.h>
 
 #include <cstdio>
-#include <nlohmann/json.hpp>
-#include <thread>
 
 extern char** environ;
 
 namespace gapless::cli {
 
 namespace {
-
-// The extender's Content-Type does not survive every proxy; the page's files are named for it.
-std::string content_type_of(const std::string& path) {
-  auto ends = [&path](const char* suffix) {
-    const std::string s = suffix;
-    return path.size() >= s.size() && path.compare(path.size() - s.size(), s.size(), s) == 0;
-  };
-  if (path == "/ui/" || ends(".html")) return "text/html; charset=utf-8";
-  if (ends(".js")) return "text/javascript; charset=utf-8";
-  if (ends(".css")) return "text/css; charset=utf-8";
-  return "application/json";
-}
 
 bool split_listen(const std::string& listen, std::string* host, int* port) {
   const std::size_t colon = listen.rfind(':');
@@ -42,6 +26,12 @@ bool split_listen(const std::string& listen, std::string* host, int* port) {
 
 }  // namespace
 
+std::string forward_failed(const std::string& error) {
+  return error +
+         "\n(kubectl gapless reaches the extender with kubectl port-forward: it needs `create` on "
+         "pods/portforward in gapless-system; or give --extender URL)";
+}
+
 bool open_url(const std::string& opener, const std::string& url) {
   if (opener.empty()) return true;
   pid_t pid = 0;
@@ -49,45 +39,24 @@ bool open_url(const std::string& opener, const std::string& url) {
   return posix_spawnp(&pid, opener.c_str(), nullptr, nullptr, argv, environ) == 0;
 }
 
-int serve_ui(const std::string& listen, const FetchFn& fetch, const std::string& opener) {
-  std::string host;
-  int port = 0;
-  if (!split_listen(listen, &host, &port)) {
+int forward_ui(PortForwardSpec spec, const std::string& listen, const std::string& opener) {
+  if (!split_listen(listen, &spec.address, &spec.local_port)) {
     std::fprintf(stderr, "kubectl-gapless: --listen %s: must be HOST:PORT\n", listen.c_str());
     return 2;
   }
-  // Signals are taken by sigwait below, never by a handler: the server stops cleanly.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // Blocked before kubectl and the forward's thread start, so sigwait below takes them (the
+  // forward then ends in PortForward's destructor) and SIGCHLD, kubectl's end, is not lost.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int sig : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&signals, sig);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  httplib::Server server;
-  server.Get(R"(/ui(/.*)?)", [&fetch](const httplib::Request& req, httplib::Response& res) {
-    if (req.path == "/ui") {
-      res.status = 301;
-      res.set_header("Location", "ui/");
-      return;
-    }
-    auto answer = fetch(req.path);
-    if (!answer) {
-      res.status = 502;
-      res.set_content(nlohmann::json{{"Error", answer.error()}}.dump(), "application/json");
-      return;
-    }
-    res.status = answer->first;
-    res.set_header("Cache-Control", "no-store");
-    res.set_content(answer->second, content_type_of(req.path));
-  });
-  const int bound =
-      port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
-  if (bound < 0) {
-    std::fprintf(stderr, "kubectl-gapless: cannot listen on %s\n", listen.c_str());
+  auto forward = PortForward::start(spec);
+  if (!forward) {
+    std::fprintf(stderr, "kubectl-gapless: %s\n", forward_failed(forward.error()).c_str());
     return 1;
   }
-  std::thread serving([&server] { server.listen_after_bind(); });
-  const std::string url = "http://" + host + ":" + std::to_string(bound) + "/ui/";
+  const std::string url = (*forward)->url() + "/ui/";
   std::printf("%s\n", url.c_str());
   std::fflush(stdout);
   std::fprintf(stderr, "kubectl-gapless: the GPU map is at %s (Ctrl-C to stop)\n", url.c_str());
@@ -95,11 +64,15 @@ int serve_ui(const std::string& listen, const FetchFn& fetch, const std::string&
     std::fprintf(stderr, "kubectl-gapless: could not run %s; open the URL yourself\n",
                  opener.c_str());
   }
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
-  server.stop();
-  serving.join();
-  return 0;
+  while (!(*forward)->ended()) {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (sig != SIGCHLD) return 0;  // SIGCHLD: kubectl, or the opener, ended: check which
+  }
+  const std::string how = (*forward)->how_ended();
+  forward->reset();  // copies what kubectl said last to stderr, before our line
+  std::fprintf(stderr, "kubectl-gapless: kubectl port-forward ended (%s)\n", how.c_str());
+  return 1;
 }
 
 }  // namespace gapless::cli

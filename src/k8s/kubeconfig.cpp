@@ -186,6 +186,9 @@ Result<ClientConfig> config_from_yaml(const YAML::Node& root, const fs::path& di
   auto insecure = cluster->flag("insecure-skip-tls-verify");
   if (!insecure.ok()) return Error{insecure.error()};
   config.insecure = *insecure;
+  auto server_name = cluster->str("tls-server-name");
+  if (!server_name.ok()) return Error{server_name.error()};
+  config.tls_server_name = *server_name;
   if (config.insecure && !config.ca_pem.empty()) {
     return Error{cluster->where + ": insecure-skip-tls-verify together with a " +
                  "certificate-authority is not allowed"};

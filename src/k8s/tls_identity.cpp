@@ -6,6 +6,8 @@
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
+#include <algorithm>
+
 namespace gapless::k8s {
 
 namespace {
@@ -30,11 +32,6 @@ BioPtr memory_bio(const std::string& pem) {
   return BioPtr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
 }
 
-bool is_ip_address(const std::string& host) {
-  unsigned char buf[sizeof(in6_addr)];
-  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
-}
-
 // Remembers why OpenSSL rejected the server's certificate (first failure of the chain).
 int remember_verify_error(int ok, X509_STORE_CTX* store_ctx) {
   if (ok) return ok;
@@ -48,11 +45,45 @@ int remember_verify_error(int ok, X509_STORE_CTX* store_ctx) {
   return ok;
 }
 
+// Where make_client leaves the tls-server-name for send_server_name (an SSL_CTX ex_data slot).
+int server_name_slot() {
+  static const int slot = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return slot;
+}
+
+bool is_ip_address(const std::string& host) {
+  unsigned char buf[sizeof(in6_addr)];
+  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+// httplib sends its host as SNI, set just before the handshake; this runs as the handshake
+// starts, after that, and sends the tls-server-name instead, or none for an IP address (as Go's
+// crypto/tls does with client-go's ServerName).
+void send_server_name(const SSL* ssl, int where, int /*ret*/) {
+  if ((where & SSL_CB_HANDSHAKE_START) == 0) return;
+  const auto* name = static_cast<const std::string*>(
+      SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), server_name_slot()));
+  if (name == nullptr) return;
+  char* sni = is_ip_address(*name) ? nullptr : const_cast<char*>(name->c_str());  // copied
+  SSL_set_tlsext_host_name(const_cast<SSL*>(ssl), sni);
+}
+
+// A name OpenSSL can check and send: no NUL, no spaces or control characters, DNS length.
+bool usable_server_name(const std::string& name) {
+  if (name.size() > 253) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return static_cast<unsigned char>(c) > 0x20 && c != 0x7f; });
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const TlsIdentity>> TlsIdentity::create(const ClientConfig& config) {
   std::shared_ptr<TlsIdentity> id(new TlsIdentity());
   id->insecure_ = config.insecure;
+  if (!usable_server_name(config.tls_server_name)) {
+    return Error{"tls-server-name \"" + config.tls_server_name + "\" is not a host name"};
+  }
+  id->server_name_ = config.tls_server_name;
   ERR_clear_error();
   id->ca_ = X509_STORE_new();
   if (id->ca_ == nullptr) return Error{"TLS: cannot allocate a certificate store"};
@@ -105,17 +136,23 @@ std::unique_ptr<httplib::SSLClient> TlsIdentity::make_client(const std::string& 
   // httplib's own check would add the system CAs to a given bundle; OpenSSL verifies instead.
   client->enable_server_certificate_verification(false);
   SSL_CTX* ctx = client->ssl_context();
-  if (ctx == nullptr || insecure_) return client;
+  if (ctx == nullptr) return client;
+  if (!server_name_.empty()) {
+    SSL_CTX_set_ex_data(ctx, server_name_slot(), const_cast<std::string*>(&server_name_));
+    SSL_CTX_set_info_callback(ctx, send_server_name);
+  }
+  if (insecure_) return client;
   X509_STORE_up_ref(ca_);
   SSL_CTX_set_cert_store(ctx, ca_);  // takes the reference
   SSL_CTX_set_ex_data(ctx, 0, verify_error);
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, remember_verify_error);
   X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
-  if (is_ip_address(host)) {
-    X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str());
+  const std::string& name = server_name_.empty() ? host : server_name_;
+  if (is_ip_address(name)) {
+    X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str());
   } else {
     X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-    X509_VERIFY_PARAM_set1_host(param, host.c_str(), host.size());
+    X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
   }
   return client;
 }

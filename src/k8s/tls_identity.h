@@ -26,9 +26,10 @@ class TlsIdentity {
   TlsIdentity& operator=(const TlsIdentity&) = delete;
 
   // A client for host:port. Unless insecure, OpenSSL verifies the server during the handshake
-  // against the CA bundle only (or the system CAs when no bundle was given) and checks the host
-  // name or IP address against the certificate. When the server is rejected, *verify_error gets
-  // OpenSSL's reason; it must outlive the client.
+  // against the CA bundle only (or the system CAs when no bundle was given) and checks the
+  // config's tls_server_name, or else `host`, name or IP address, against the certificate. With
+  // a tls_server_name that is no IP address, it is the SNI sent, insecure or not. When the
+  // server is rejected, *verify_error gets OpenSSL's reason; it must outlive the client.
   std::unique_ptr<httplib::SSLClient> make_client(const std::string& host, int port,
                                                   std::string* verify_error) const;
 
@@ -38,6 +39,7 @@ class TlsIdentity {
   X509* cert_ = nullptr;
   EVP_PKEY* key_ = nullptr;
   bool insecure_ = false;
+  std::string server_name_;  // ClientConfig::tls_server_name
 };
 
 }  // namespace gapless::k8s

@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <string>
+
+#include "gapless/model/ascii.h"
 
 namespace gapless::model {
 namespace {
@@ -65,27 +66,21 @@ const std::vector<MigProfile>& family_table(MigFamily f) {
   return kEmpty;
 }
 
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
 }  // namespace
 
 MigFamily mig_family_of(std::string_view product) {
-  const std::string p = upper(product);
+  const std::string p = ascii_lower(product);
   auto has = [&](std::string_view w) { return p.find(w) != std::string::npos; };
   // GH200 contains "H200" but is an H100 (96GB) superchip; test it first. The 144GB HBM3e GH200
   // has profile names (7g.144gb, ...) that are not in the table: no family rather than wrong names.
-  if (has("GH200")) return has("144GB") ? MigFamily::kNone : MigFamily::kH100_96GB;
-  if (has("H200")) return MigFamily::kH200;
-  if (has("H100")) {
-    if (has("96GB") || has("GH200")) return MigFamily::kH100_96GB;
-    if (has("94GB") || has("NVL")) return MigFamily::kH100_94GB;
+  if (has("gh200")) return has("144gb") ? MigFamily::kNone : MigFamily::kH100_96GB;
+  if (has("h200")) return MigFamily::kH200;
+  if (has("h100")) {
+    if (has("96gb") || has("gh200")) return MigFamily::kH100_96GB;
+    if (has("94gb") || has("nvl")) return MigFamily::kH100_94GB;
     return MigFamily::kH100_80GB;
   }
-  if (has("A100")) return has("80GB") ? MigFamily::kA100_80GB : MigFamily::kA100_40GB;
+  if (has("a100")) return has("80gb") ? MigFamily::kA100_80GB : MigFamily::kA100_40GB;
   return MigFamily::kNone;
 }
 

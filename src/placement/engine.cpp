@@ -281,6 +281,7 @@ std::size_t warm_nodes(const model::Cluster& cluster, const model::GpuRequest& r
   }
   if (!scores_are_cacheable(profile)) return 0;
   VerdictCache::Lease scores = cache.lease(req, &profile, cluster.slot_count());
+  if (scores.bypassed()) return 0;  // a pod's call holds the table: nothing could be kept
   std::size_t computed = 0;
   for (const model::Node* node : fitting) {
     double s = 0;

@@ -75,12 +75,18 @@ VerdictCache::Lease VerdictCache::lease(const model::GpuRequest& req, const Prof
     }
   }
   Lease lease(std::move(table), this);
-  if (lease.table_->slots.size() < slots) lease.table_->slots.resize(slots);
+  if (lease.bypassed()) {
+    bypasses_.fetch_add(1, std::memory_order_relaxed);
+  } else if (lease.table_->slots.size() < slots) {
+    lease.table_->slots.resize(slots);
+  }
   return lease;
 }
 
+// try_to_lock: a call never waits for another one's whole loop (issue 38: a /filter naming 1.2M
+// unknown nodes held the table for seconds, and every filter of the same shape waited).
 VerdictCache::Lease::Lease(std::shared_ptr<Table> table, VerdictCache* owner)
-    : table_(std::move(table)), lock_(table_->mu), owner_(owner) {}
+    : table_(std::move(table)), lock_(table_->mu, std::try_to_lock), owner_(owner) {}
 
 VerdictCache::Lease::~Lease() {
   if (!table_) return;  // moved from
@@ -89,6 +95,10 @@ VerdictCache::Lease::~Lease() {
 }
 
 bool VerdictCache::Lease::get(const model::Node& node, double* value) {
+  if (bypassed()) {
+    ++misses_;
+    return false;
+  }
   const auto& slots = table_->slots;
   if (node.slot < slots.size() && slots[node.slot].generation == node.generation) {
     *value = slots[node.slot].value;
@@ -100,6 +110,7 @@ bool VerdictCache::Lease::get(const model::Node& node, double* value) {
 }
 
 void VerdictCache::Lease::put(const model::Node& node, double value) {
+  if (bypassed()) return;
   auto& slots = table_->slots;
   if (node.slot >= slots.size()) slots.resize(node.slot + 1);
   slots[node.slot] = Slot{node.generation, value};

@@ -76,6 +76,15 @@ void BodyBudget::release(std::size_t bytes) {
   }
 }
 
+void BodyBudget::note_freed() {
+  {
+    std::lock_guard lock(mu_);
+    dirty_ = true;
+    last_release_ = std::chrono::steady_clock::now();
+  }
+  untrimmed_.notify_all();
+}
+
 void BodyBudget::trim() {
 #ifdef __GLIBC__
   malloc_trim(0);

@@ -64,6 +64,10 @@ class BodyBudget {
   // A lease for a body of `bytes`: at once for a small one, else once the budget has room,
   // waiting at most `wait` (then a lease that is not granted).
   Lease acquire(std::size_t bytes, std::chrono::steady_clock::duration wait);
+  // A large request was answered and its memory freed: its answer once written, a body refused
+  // unparsed, both later than any lease. The trimmer then trims once `idle_trim` has passed
+  // without another large body, as after a lease.
+  void note_freed();
 
   std::size_t capacity() const { return capacity_; }
   std::size_t in_use() const {

@@ -55,6 +55,12 @@ std::string error_only(const std::string& message) {
   return wire::dump(json{{"Error", message}});
 }
 
+// Why an answer was refused before it was built (--max-answer-bytes).
+std::string answer_too_large(std::size_t at_least, std::size_t limit) {
+  return "answer of at least " + std::to_string(at_least) + " bytes would exceed the limit of " +
+         std::to_string(limit) + " bytes (--max-answer-bytes); ask about fewer nodes";
+}
+
 // What filter and prioritize both read: the pod and the candidate nodes.
 struct ExtenderArgs {
   k8s::ParsedPod pod;
@@ -180,11 +186,12 @@ std::string Extender::filter(std::string_view body) {
   return filter_body(body, 0);
 }
 
-std::string Extender::filter(const std::string& body) {
-  return filter_body(body, body.capacity());
+std::string Extender::filter(const std::string& body, std::size_t answer_limit) {
+  return filter_body(body, body.capacity(), answer_limit);
 }
 
-std::string Extender::filter_body(std::string_view body, std::size_t readable) {
+std::string Extender::filter_body(std::string_view body, std::size_t readable,
+                                  std::size_t answer_limit) {
   VerbTimer timer(metrics_, "filter");
   if (!ready()) {
     timer.fail();
@@ -210,6 +217,11 @@ std::string Extender::filter_body(std::string_view body, std::size_t readable) {
   metrics_.note_mix_version(scheduler_.mix_version());
   placement::FilterResult r =
       scheduler_.filter(*loaded, args->pod.info, args->pod.request, *profile, args->nodes);
+  if (const std::size_t at_least = wire::filter_answer_bytes_at_least(r); at_least > answer_limit) {
+    timer.fail();
+    metrics_.count_overload("filter");
+    return filter_error(answer_too_large(at_least, answer_limit));
+  }
   note_waiting(args->pod, *profile, r);
   // Pods without GPUs too: with managedResources empty, kube-scheduler binds them through us.
   pending_.remember(args->pod);
@@ -247,11 +259,12 @@ std::string Extender::prioritize(std::string_view body) {
   return prioritize_body(body, 0);
 }
 
-std::string Extender::prioritize(const std::string& body) {
-  return prioritize_body(body, body.capacity());
+std::string Extender::prioritize(const std::string& body, std::size_t answer_limit) {
+  return prioritize_body(body, body.capacity(), answer_limit);
 }
 
-std::string Extender::prioritize_body(std::string_view body, std::size_t readable) {
+std::string Extender::prioritize_body(std::string_view body, std::size_t readable,
+                                      std::size_t answer_limit) {
   VerbTimer timer(metrics_, "prioritize");
   if (!ready()) {
     timer.fail();
@@ -269,6 +282,12 @@ std::string Extender::prioritize_body(std::string_view body, std::size_t readabl
     // person calling us by hand still reads why.
     timer.fail();
     return error_only(args ? policy_error : args.error());
+  }
+  if (const std::size_t at_least = wire::host_priority_list_bytes_at_least(args->nodes);
+      at_least > answer_limit) {
+    timer.fail();
+    metrics_.count_overload("prioritize");
+    return error_only(answer_too_large(at_least, answer_limit));
   }
   scheduler_.observe(args->pod.info, args->pod.request);
   metrics_.note_mix_version(scheduler_.mix_version());
@@ -491,6 +510,15 @@ std::string Extender::bind_now(std::string_view body) {
   if (pod->info.name != *name || pod->info.ns != *ns) {
     return fail("PodUID " + *uid + " belongs to " + pod_key(pod->info) + ", not " + who);
   }
+  // Whoever reaches the extender can send /filter: from here on the pod is the cluster's
+  // (Kubernetes mode: the API server's, checked against the node; Binder::admit).
+  auto admitted = binder_.admit(BindRequest{*ns, *name, *uid, *node, {}}, *pod);
+  if (!admitted) {
+    timer.fail();
+    metrics_.count_bind("refused");
+    return error_only(admitted.error());
+  }
+  pod = std::move(*admitted);
   std::string policy_error;
   const auto loaded = scheduler_.policy();
   const placement::Profile* profile =

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -217,10 +218,29 @@ std::string normalize_prefix(std::string prefix) {
   return prefix;
 }
 
+namespace {
+
+// The probe listener's options: the main listener's bounds, plain HTTP, the probe routes only.
+// Its one worker answers /version (the loop answers /healthz and /readyz, the probe thread
+// /metrics); no route there takes a body.
+HttpOptions probe_listener_options(HttpOptions o) {
+  o.audience = HttpOptions::Audience::kProbes;
+  o.tls_cert_file.clear();
+  o.tls_key_file.clear();
+  o.client_ca_file.clear();
+  o.workers = 1;
+  o.max_queue = ServerCore::kProbeQueue;
+  o.bind_async = nullptr;
+  return o;
+}
+
+}  // namespace
+
 HttpServer::HttpServer(Extender& extender, HttpOptions options)
-    : options_(std::move(options)), setup_(check_options(options_)) {
+    : extender_(extender), options_(std::move(options)), setup_(check_options(options_)) {
   options_.url_prefix = normalize_prefix(options_.url_prefix);
   options_.workers = std::max<std::size_t>(options_.workers, 1);
+  probe_options_ = probe_listener_options(options_);
   core_ = std::make_unique<ServerCore>(extender, options_);
   if (setup_ && tls()) {
     SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
@@ -244,24 +264,41 @@ std::size_t HttpServer::busy_workers() const {
   return core_->pool.busy();
 }
 
-Result<int> HttpServer::bind(const std::string& host, int port) {
-  if (!setup_) return Error{setup_.error()};
+namespace {
+
+// Binds, listens and returns the bound port (port 0: a free one).
+Result<int> listen_on(ServerCore& core, const std::string& host, int port) {
   const std::string where = host + ":" + std::to_string(port);
   boost::system::error_code ec;
-  tcp::resolver resolver(core_->io);
+  tcp::resolver resolver(core.io);
   auto found = resolver.resolve(host, std::to_string(port),
                                 tcp::resolver::passive | tcp::resolver::numeric_service, ec);
   if (ec || found.empty()) return Error{"cannot listen on " + where + ": " + ec.message()};
   const tcp::endpoint endpoint = found.begin()->endpoint();
-  tcp::acceptor& a = core_->acceptor.emplace(core_->io);
+  tcp::acceptor& a = core.acceptor.emplace(core.io);
   // SO_REUSEADDR only allows restarts; never SO_REUSEPORT, which would let a second extender
   // share the port and silently take half the calls with its own model.
   if (a.open(endpoint.protocol(), ec) || a.set_option(tcp::acceptor::reuse_address(true), ec) ||
       a.bind(endpoint, ec) || a.listen(SOMAXCONN, ec)) {
-    core_->acceptor.reset();
+    core.acceptor.reset();
     return Error{"cannot listen on " + where + ": " + ec.message()};
   }
   return static_cast<int>(a.local_endpoint().port());
+}
+
+}  // namespace
+
+Result<int> HttpServer::bind(const std::string& host, int port) {
+  if (!setup_) return Error{setup_.error()};
+  return listen_on(*core_, host, port);
+}
+
+Result<int> HttpServer::bind_probes(const std::string& host, int port) {
+  if (!setup_) return Error{setup_.error()};
+  auto core = std::make_unique<ServerCore>(extender_, probe_options_);
+  auto bound = listen_on(*core, host, port);
+  if (bound) probe_core_ = std::move(core);
+  return bound;
 }
 
 namespace {
@@ -296,22 +333,40 @@ void accept_next(ServerCore& core) {
 
 void HttpServer::serve() {
   if (stop_requested_ || !setup_ || !core_->acceptor) return;
+  std::thread probe_loop;
+  if (probe_core_) {
+    accept_next(*probe_core_);
+    probe_loop = std::thread([core = probe_core_.get()] { core->io.run(); });
+  }
   accept_next(*core_);
   core_->io.run();
+  if (probe_loop.joinable()) {
+    stop();  // a no-op after stop(); else (the main loop failed) the probe loop ends too
+    probe_loop.join();
+  }
 }
+
+namespace {
+
+void stop_core(ServerCore& core) {
+  // Here, not on the loop: when stop() returns no queued request may still reach a worker.
+  core.pool.shutdown();
+  core.probes.shutdown();
+  core.debug.shutdown();
+  asio::post(core.io, [&core] {
+    core.stopping = true;
+    boost::system::error_code ignored;
+    if (core.acceptor) core.acceptor->close(ignored);
+    core.stop_connections();
+  });
+}
+
+}  // namespace
 
 void HttpServer::stop() {
   if (stop_requested_.exchange(true) || !core_) return;
-  // Here, not on the loop: when stop() returns no queued request may still reach a worker.
-  core_->pool.shutdown();
-  core_->probes.shutdown();
-  core_->debug.shutdown();
-  asio::post(core_->io, [core = core_.get()] {
-    core->stopping = true;
-    boost::system::error_code ignored;
-    if (core->acceptor) core->acceptor->close(ignored);
-    core->stop_connections();
-  });
+  stop_core(*core_);
+  if (probe_core_) stop_core(*probe_core_);
 }
 
 }  // namespace gapless::server

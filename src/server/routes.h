@@ -50,6 +50,9 @@ class Routes {
   Answer overloaded(const Route& route) const;
 
   std::string too_large_message() const;
+  // A request over BodyBudget::kSmallBody (body or answer) is done and freed: freed heap goes
+  // back to the system soon (BodyBudget::note_freed). Any thread.
+  void note_large_request_freed() { body_budget_.note_freed(); }
 
  private:
   Answer verb_answer(const std::string& route, std::string json) const;

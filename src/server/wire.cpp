@@ -338,6 +338,22 @@ std::string filter_names_answer(const placement::FilterResult& r) {
   return out;
 }
 
+std::size_t filter_answer_bytes_at_least(const placement::FilterResult& r) {
+  std::size_t bytes = 0;
+  for (const std::string& name : r.passed) bytes += name.size() + 3;  // "name",
+  if (!r.passed.empty()) return bytes;  // the rejected nodes are listed only when none passed
+  for (const auto& rejection : r.rejected) {
+    bytes += rejection.node.size() + r.reasons[rejection.reason].text.size() + 6;  // "n":"r",
+  }
+  return bytes;
+}
+
+std::size_t host_priority_list_bytes_at_least(const std::vector<std::string>& hosts) {
+  std::size_t bytes = 0;
+  for (const std::string& host : hosts) bytes += host.size() + 22;  // {"Host":"h","Score":0},
+  return bytes;
+}
+
 std::string host_priority_list(const std::vector<std::string>& hosts,
                                const std::vector<int>& scores) {
   std::string out = "[";

@@ -59,6 +59,10 @@ std::string filter_names_answer(const placement::FilterResult& r);
 std::string filter_items_answer(const placement::FilterResult& r,
                                 const std::vector<std::string>& names,
                                 const std::function<std::string(std::size_t)>& item_json);
+// Sizes the answers above cannot be smaller than (escapes and full-mode items only add), cheap
+// to compute: an answer that would pass --max-answer-bytes is refused before it is built.
+std::size_t filter_answer_bytes_at_least(const placement::FilterResult& r);
+std::size_t host_priority_list_bytes_at_least(const std::vector<std::string>& hosts);
 // HostPriorityList: [{"Host":hosts[i],"Score":scores[i]}, ...]. REQUIRES: equal sizes.
 std::string host_priority_list(const std::vector<std::string>& hosts,
                                const std::vector<int>& scores);

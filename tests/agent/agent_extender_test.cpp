@@ -76,7 +76,10 @@ TEST_CASE("agent -> API server -> extender: an NVLink pair, then a GPU lost to X
       thread.join();
     }
   } running{a};
-  for (const char* name : {"pair", "six", "one"}) api.add_pod(gpu_pod(name, 1, "none"));
+  // As the API server holds them: bind checks the /filter body against these (issue 38).
+  api.add_pod(gpu_pod("pair", 2, "nvlink-required"));
+  api.add_pod(gpu_pod("six", 6, "none"));
+  api.add_pod(gpu_pod("one", 1, "none"));
 
   test::KubeExtender live(api);
   server::Extender& e = live.extender();

@@ -203,3 +203,44 @@ TEST_CASE("drift: across a kubelet restart the fence stays and nothing is report
 }
 
 }  // namespace
+
+namespace {
+
+// Issue 37: the real kubelet lists each device of a container as its own entry; the check
+// compared each entry with the whole record and posted one false Warning per GPU.
+TEST_CASE("drift: multi-GPU pods holding their records' GPUs are no drift, in either shape",
+          "[drift][agent]") {
+  const auto uuids = fixture_uuids();
+  using Shape = FakePodResources::Shape;
+  const auto shape = GENERATE(Shape::kPerDevice, Shape::kGrouped);
+  INFO("shape " << (shape == Shape::kPerDevice ? "per device (the kubelet's)" : "grouped"));
+  DriftRig rig;
+  FakePodResources kubelet(rig.socket, shape);
+  rig.api.add_pod(running_pod("two", std::map<int, std::string>{{0, uuids[0]}, {1, uuids[1]}}));
+  rig.api.add_pod(running_pod(
+      "four",
+      std::map<int, std::string>{{2, uuids[2]}, {3, uuids[3]}, {4, uuids[4]}, {5, uuids[5]}}));
+  kubelet.set({holding("two", {uuids[1], uuids[0]}),
+               holding("four", {uuids[5], uuids[2], uuids[4], uuids[3]})});
+
+  REQUIRE(rig.a->tick().ok());
+  CHECK(rig.drift_events().empty());
+  CHECK(rig.metric_has("gapless_agent_drift_containers{kind=\"mismatch\"} 0"));
+  CHECK(rig.metric_has("gapless_agent_drift_fenced_gpus 0"));
+  for (const json& g : rig.published_gpus()) CHECK_FALSE(g.contains("inUseBy"));
+
+  // One GPU of the four-GPU pod is another: one Warning for the container, naming all four
+  // devices it holds, and only that GPU fenced.
+  kubelet.set({holding("two", {uuids[1], uuids[0]}),
+               holding("four", {uuids[5], uuids[2], uuids[4], uuids[6]})});
+  REQUIRE(rig.a->tick().ok());
+  const auto events = rig.drift_events();
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].at("involvedObject").value("name", "") == "four");
+  CHECK(rig.metric_has("gapless_agent_drift_containers{kind=\"mismatch\"} 1"));
+  const json gpus = rig.published_gpus();
+  CHECK(gpus[6].at("inUseBy") == json::array({"ml/four/main"}));
+  CHECK_FALSE(gpus[3].contains("inUseBy"));
+}
+
+}  // namespace

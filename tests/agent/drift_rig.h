@@ -30,7 +30,13 @@ using nlohmann::json;
 // The kubelet's PodResources service, answering List with what the test set.
 class FakePodResources final : public v1::PodResourcesLister::Service {
  public:
-  explicit FakePodResources(const std::string& socket) {
+  // How List shapes a container's devices of one resource. kPerDevice is the real kubelet's
+  // (v1.26, containerDevicesFromResourceDeviceInstances): one ContainerDevices entry per device
+  // ID. kGrouped: all IDs in one entry, as set() holds them (what other servers may answer).
+  enum class Shape { kPerDevice, kGrouped };
+
+  explicit FakePodResources(const std::string& socket, Shape shape = Shape::kPerDevice)
+      : shape_(shape) {
     std::filesystem::create_directories(std::filesystem::path(socket).parent_path());
     std::filesystem::remove(socket);  // a restarted kubelet's socket is a new file
     grpc::ServerBuilder builder;
@@ -57,9 +63,17 @@ class FakePodResources final : public v1::PodResourcesLister::Service {
         auto* container = pod->add_containers();
         container->set_name(c.name);
         for (const auto& d : c.devices) {
-          auto* devices = container->add_devices();
-          devices->set_resource_name(d.resource);
-          for (const auto& id : d.ids) devices->add_device_ids(id);
+          if (shape_ == Shape::kGrouped || d.ids.empty()) {
+            auto* devices = container->add_devices();
+            devices->set_resource_name(d.resource);
+            for (const auto& id : d.ids) devices->add_device_ids(id);
+            continue;
+          }
+          for (const auto& id : d.ids) {
+            auto* devices = container->add_devices();
+            devices->set_resource_name(d.resource);
+            devices->add_device_ids(id);
+          }
         }
       }
     }
@@ -67,6 +81,7 @@ class FakePodResources final : public v1::PodResourcesLister::Service {
   }
 
  private:
+  const Shape shape_;
   std::unique_ptr<grpc::Server> server_;
   std::mutex mu_;
   std::vector<agent::AssignedPod> pods_;
@@ -80,36 +95,51 @@ inline std::vector<std::string> fixture_uuids() {
   return out;
 }
 
-// Pod `name`'s record: GPU `index` (`uuid`) of gpu-1, whole.
-inline model::Allocation record(const std::string& name, int index, const std::string& uuid) {
+// Pod `name`'s record: the GPUs `index -> uuid` of gpu-1, whole.
+inline model::Allocation record(const std::string& name, const std::map<int, std::string>& gpus) {
   model::Allocation a;
   a.pod_uid = "uid-" + name;
   a.pod_ns = "ml";
   a.pod_name = name;
   a.node = "gpu-1";
-  a.gpus = {{index, uuid, 0, 0, 0}};
+  for (const auto& [index, uuid] : gpus) a.gpus.push_back({index, uuid, 0, 0, 0});
   return a;
 }
 
-// A whole-GPU pod in namespace ml bound to gpu-1, Running, with a record naming GPU `index`
-// (none: no record).
-inline json running_pod(const std::string& name, std::optional<int> index,
-                        const std::string& uuid) {
+inline model::Allocation record(const std::string& name, int index, const std::string& uuid) {
+  return record(name, std::map<int, std::string>{{index, uuid}});
+}
+
+// A whole-GPU pod in namespace ml bound to gpu-1, Running, whose container "main" asks for
+// as many GPUs as its record names (`gpus`: index -> UUID; nullopt: one GPU and no record).
+inline json running_pod(const std::string& name,
+                        const std::optional<std::map<int, std::string>>& gpus) {
   json meta = {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}};
-  if (index) {
+  if (gpus) {
     meta["annotations"] = {{std::string(k8s::kAllocationAnnotation),
-                            k8s::encode_allocation_record(record(name, *index, uuid))}};
+                            k8s::encode_allocation_record(record(name, *gpus))}};
   }
+  const std::string count = std::to_string(gpus ? gpus->size() : 1);
   return {{"metadata", meta},
           {"spec",
            {{"nodeName", "gpu-1"},
             {"containers",
-             {{{"name", "main"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}},
+             {{{"name", "main"}, {"resources", {{"limits", {{"nvidia.com/gpu", count}}}}}}}}}},
           {"status", {{"phase", "Running"}}}};
 }
+// A one-GPU pod whose record names GPU `index` (`uuid`); none: no record.
+inline json running_pod(const std::string& name, std::optional<int> index,
+                        const std::string& uuid) {
+  if (!index) return running_pod(name, std::nullopt);
+  return running_pod(name, std::map<int, std::string>{{*index, uuid}});
+}
 
+// Pod `name`'s container "main" holding the GPUs `uuids` (as FakePodResources shapes them).
+inline agent::AssignedPod holding(const std::string& name, std::vector<std::string> uuids) {
+  return {"ml", name, {{"main", {{"nvidia.com/gpu", std::move(uuids)}}}}};
+}
 inline agent::AssignedPod holding(const std::string& name, const std::string& uuid) {
-  return {"ml", name, {{"main", {{"nvidia.com/gpu", {uuid}}}}}};
+  return holding(name, std::vector<std::string>{uuid});
 }
 
 // An agent on the fake DGX-1 publishing node gpu-1, with the drift check on.

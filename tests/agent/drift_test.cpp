@@ -14,8 +14,8 @@ using agent::AssignedPod;
 using agent::DriftKind;
 using nlohmann::json;
 
-const std::string kA = "GPU-aaaa", kB = "GPU-bbbb", kC = "GPU-cccc";
-const std::map<int, std::string> kUuids = {{0, kA}, {1, kB}, {2, kC}};
+const std::string kA = "GPU-aaaa", kB = "GPU-bbbb", kC = "GPU-cccc", kD = "GPU-dddd";
+const std::map<int, std::string> kUuids = {{0, kA}, {1, kB}, {2, kC}, {3, kD}};
 
 model::Allocation record(const std::string& name, std::vector<model::GpuGrant> gpus,
                          std::vector<model::MigGrant> mig = {}) {
@@ -59,6 +59,15 @@ AssignedPod assigned(const std::string& name, const std::string& container,
   return {"ml", name, {{container, {{resource, std::move(ids)}}}}};
 }
 
+// The real kubelet's shape (v1.26 PodResources List, containerDevicesFromResourceDeviceInstances):
+// one ContainerDevices entry per device, each with one ID, repeated per NUMA node of the device.
+AssignedPod per_device(const std::string& name, const std::string& container,
+                       const std::string& resource, const std::vector<std::string>& ids) {
+  agent::AssignedContainer c{container, {}};
+  for (const auto& id : ids) c.devices.push_back({resource, {id}});
+  return {"ml", name, {c}};
+}
+
 agent::DriftReport check(std::vector<json> pods, const std::vector<AssignedPod>& kubelet) {
   return agent::find_drift(json{{"items", std::move(pods)}}, "gpu-1", kubelet, kUuids);
 }
@@ -78,6 +87,60 @@ TEST_CASE("drift: containers holding their record's GPUs are no drift", "[drift]
                         assigned("b", "main", "nvidia.com/gpu", {kC, kB})});  // any order
   CHECK(r.findings.empty());
   CHECK(r.fenced.empty());
+}
+
+TEST_CASE("drift: the kubelet's one entry per device compares as the container's set", "[drift]") {
+  const std::string gpu = "nvidia.com/gpu";
+  SECTION("2 and 4 whole GPUs: no drift (issue 37: one false alarm per entry)") {
+    const auto r2 = record("two", {whole(0, kA), whole(1, kB)});
+    const auto r4 = record("four", {whole(0, kA), whole(1, kB), whole(2, kC), whole(3, kD)});
+    auto r = check({pod("two", {container("main", gpu, 2)}, &r2)},
+                   {per_device("two", "main", gpu, {kB, kA})});
+    CHECK(r.findings.empty());
+    CHECK(r.fenced.empty());
+    r = check({pod("four", {container("main", gpu, 4)}, &r4)},
+              {per_device("four", "main", gpu, {kC, kA, kD, kB})});
+    CHECK(r.findings.empty());
+    CHECK(r.fenced.empty());
+  }
+  SECTION("mixed: a grouped entry, single ones and a device listed once per NUMA node") {
+    const auto r3 = record("three", {whole(0, kA), whole(1, kB), whole(2, kC)});
+    AssignedPod p{"ml", "three", {{"main", {{gpu, {kA, kB}}, {gpu, {kC}}, {gpu, {kC}}}}}};
+    const auto r = check({pod("three", {container("main", gpu, 3)}, &r3)}, {p});
+    CHECK(r.findings.empty());
+  }
+  SECTION("two shares, one entry each: no drift") {
+    const std::string res = "gapless.io/gpu-shared-count";
+    const auto rs = record("s", {share(0, kA), share(1, kB)});
+    const auto r = check({pod("s", {container("m", res, 2)}, &rs)},
+                         {per_device("s", "m", res, {kB + "::5", kA + "::0"})});
+    CHECK(r.findings.empty());
+    CHECK(r.fenced.empty());
+  }
+  SECTION("two MIG instances, one entry each: no drift") {
+    const std::string res = "nvidia.com/mig-1g.10gb";
+    const auto rm = record("m", {}, {{1, "1g.10gb", 3}, {1, "1g.10gb", 4}});
+    const auto r = check({pod("m", {container("m", res, 2)}, &rm)},
+                         {per_device("m", "m", res, {kB + "::slice-4", kB + "::slice-3"})});
+    CHECK(r.findings.empty());
+    CHECK(r.fenced.empty());
+  }
+  SECTION("one wrong GPU among two: one finding naming both devices, the wrong one fenced") {
+    const auto r2 = record("two", {whole(0, kA), whole(1, kB)});
+    const auto r = check({pod("two", {container("main", gpu, 2)}, &r2)},
+                         {per_device("two", "main", gpu, {kA, kC})});
+    REQUIRE(kinds(r) == std::vector{DriftKind::kMismatch});
+    CHECK(r.findings[0].devices == std::vector<std::string>{kA, kC});
+    CHECK(r.findings[0].record == std::vector<std::string>{kA, kB});
+    CHECK(r.fenced == std::map<std::string, std::vector<std::string>>{{kC, {"ml/two/main"}}});
+  }
+  SECTION("two containers, each its own entries: compared per container") {
+    const auto rec = record("a", {whole(0, kA), whole(1, kB), whole(2, kC), whole(3, kD)});
+    AssignedPod p{
+        "ml", "a", {{"one", {{gpu, {kB}}, {gpu, {kA}}}}, {"two", {{gpu, {kD}}, {gpu, {kC}}}}}};
+    const std::vector<json> app = {container("one", gpu, 2), container("two", gpu, 2)};
+    CHECK(check({pod("a", app, &rec)}, {p}).findings.empty());
+  }
 }
 
 TEST_CASE("drift: two same-size pods that swapped GPUs are both mismatches", "[drift]") {

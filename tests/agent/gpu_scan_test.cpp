@@ -93,6 +93,7 @@ TEST_CASE("MIG mode and existing instances on the DGX A100 machine") {
 TEST_CASE("bus ids and model names are normalised") {
   CHECK(agent::normalise_bus_id("00000000:0A:00.0") == "0:0a:00.0");
   CHECK(agent::normalise_bus_id("0000:0a:00.0") == "0:0a:00.0");
+  CHECK(agent::normalise_bus_id("0A.0") == "0a.0");  // no colon, no domain: lower-cased only
   CHECK(agent::model_name("NVIDIA H100 80GB HBM3") == "NVIDIA-H100-80GB-HBM3");
   CHECK(agent::model_name("Tesla T4 ") == "Tesla-T4");
 }

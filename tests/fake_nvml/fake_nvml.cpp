@@ -1,5 +1,6 @@
 // A fake libnvidia-ml.so.1 for tests: the NVML subset of include/gapless/agent/nvml_api.h,
-// answering from a scripted machine instead of a driver.
+// answering from a scripted machine instead of a driver. Its MIG calls are in
+// fake_nvml_mig.cpp, the state both files share in fake_nvml_state.h.
 //
 // nvmlInit_v2 reads the JSON file named by GAPLESS_FAKE_NVML_CONFIG (tests/fixtures/nvml/):
 //   {"gpus": [{"name": "Tesla V100-SXM2-32GB", "uuid": "GPU-…", "memoryMiB": 32768,
@@ -32,90 +33,21 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <deque>
 #include <fstream>
-#include <list>
-#include <mutex>
-#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
 
-#include "gapless/agent/nvml_api.h"
+#include "fake_nvml_state.h"
 
-struct nvmlComputeInstance_st {
-  unsigned int id = 0;
-  unsigned int profile_id = 0;
-  unsigned int slices = 0;
-  nvmlGpuInstance_st* gi = nullptr;
-  nvmlDevice_t mig_device = nullptr;  // the MIG device handle that stands for this instance
-};
-
-struct nvmlGpuInstance_st {
-  unsigned int id = 0;
-  unsigned int profile_id = 0;
-  unsigned int start = 0;
-  unsigned int size = 0;
-  nvmlDevice_t device = nullptr;
-  std::list<nvmlComputeInstance_st> computes;  // list: handles stay valid
-};
-
-struct nvmlDevice_st {
-  unsigned int index = 0;
-  std::string name, uuid, bus_id;
-  unsigned long long memory_mib = 0;
-  int numa = -1;
-  std::vector<std::string> nvlinks;
-  std::set<unsigned int> links_down;
-  bool has_mig = false;
-  bool mig_denied = false;     // "denied": true: profile and instance queries answer NO_PERMISSION
-  bool create_denied = false;  // "createDenied": true: creating/destroying answers NO_PERMISSION
-  unsigned int mig_mode = 0;
-  std::list<nvmlGpuInstance_st> instances;  // list: destroying one keeps the others' handles
-  unsigned int next_gi_id = 1;
-  bool lost = false;
-  bool registered = false;
-  bool has_utilization = false;
-  nvmlUtilization_t utilization{0, 0};
-  std::vector<std::pair<unsigned int, unsigned long long>> processes;  // (pid, MiB)
-  // A MIG device handle (nvmlDeviceGetMigDeviceHandleByIndex): its parent and instance ids.
-  nvmlDevice_st* parent = nullptr;
-  unsigned int gi_id = 0, ci_id = 0;
-};
-
-struct nvmlEventSet_st {};
-
-namespace {
-
-using nlohmann::json;
-
-struct Machine {
-  std::deque<nvmlDevice_st> gpus;  // deque: handles stay valid
-  std::vector<std::vector<int>> levels;
-  std::string script;
-  std::size_t script_offset = 0;
-  std::deque<std::pair<unsigned int, unsigned long long>> xids;  // (gpu, xid)
-  nvmlEventSet_st event_set;
-  std::deque<nvmlDevice_st> mig_devices;  // MIG device handles, never freed until shutdown
-  unsigned int mig_serial = 0;            // makes each MIG device's UUID new
-  int created = 0, destroyed = 0;         // GPU instances, for the tests' assertions
-  int init_count = 0;                     // nvmlInit_v2 is reference counted, as NVML documents
-  bool initialized = false;
-};
+namespace fake_nvml {
 
 std::mutex mu;
 Machine machine;
 
-// Compute and memory slices of each GPU-instance profile id (nvml_api.h).
-constexpr unsigned int kSliceCount[NVML_GPU_INSTANCE_PROFILE_COUNT] = {1, 2, 3, 4, 7,
-                                                                       8, 6, 1, 2, 1};
-constexpr unsigned int kMemorySlices[NVML_GPU_INSTANCE_PROFILE_COUNT] = {1, 2, 4, 4, 8,
-                                                                         8, 8, 1, 2, 2};
-// Compute slices of each compute-instance profile id.
-constexpr unsigned int kCiSlices[NVML_COMPUTE_INSTANCE_PROFILE_COUNT] = {1, 2, 3, 4, 7, 8, 6, 1};
+namespace {
 
 void copy_string(const std::string& s, char* out, unsigned int length) {
   std::snprintf(out, length, "%s", s.c_str());
@@ -219,7 +151,8 @@ void read_script() {
   }
 }
 
-// Checks a device call's preconditions. REQUIRES: mu held.
+}  // namespace
+
 nvmlReturn_t check(nvmlDevice_t device) {
   if (!machine.initialized) return NVML_ERROR_UNINITIALIZED;
   if (device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
@@ -227,39 +160,9 @@ nvmlReturn_t check(nvmlDevice_t device) {
   return device->lost ? NVML_ERROR_GPU_IS_LOST : NVML_SUCCESS;
 }
 
-// The compute-instance profile id that spans `slices` compute slices.
-unsigned int ci_profile_of(unsigned int slices) {
-  for (unsigned int p = 0; p < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; ++p) {
-    if (kCiSlices[p] == slices) return p;
-  }
-  return 0;
-}
+}  // namespace fake_nvml
 
-// A compute instance of `slices` on `gi`, and the MIG device handle that stands for it.
-// REQUIRES: mu held.
-nvmlComputeInstance_st* add_compute(nvmlGpuInstance_st& gi, unsigned int slices,
-                                    unsigned int profile_id) {
-  nvmlDevice_st* parent = gi.device;
-  unsigned int id = 0;
-  for (const auto& c : gi.computes) id = std::max(id, c.id + 1);
-  nvmlDevice_st& mig = machine.mig_devices.emplace_back();
-  mig.index = parent->index;
-  mig.name = parent->name + " MIG";
-  mig.uuid = "MIG-" + std::to_string(++machine.mig_serial) + "-" + parent->uuid.substr(4);
-  mig.bus_id = parent->bus_id;
-  mig.memory_mib = parent->memory_mib * gi.size / 8;
-  mig.parent = parent;
-  mig.gi_id = gi.id;
-  mig.ci_id = id;
-  return &gi.computes.emplace_back(nvmlComputeInstance_st{id, profile_id, slices, &gi, &mig});
-}
-
-}  // namespace
-
-#define FAKE_NVML_EXPORT extern "C" __attribute__((visibility("default")))
-#define DEVICE_CALL         \
-  std::lock_guard lock(mu); \
-  if (nvmlReturn_t r = check(device); r != NVML_SUCCESS) return r
+using namespace fake_nvml;
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlInit_v2(void) {
   std::lock_guard lock(mu);
@@ -428,57 +331,6 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t d
   return NVML_SUCCESS;
 }
 
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current,
-                                                   unsigned int* pending) {
-  DEVICE_CALL;
-  if (!device->has_mig) return NVML_ERROR_NOT_SUPPORTED;
-  *current = *pending = device->mig_mode;
-  return NVML_SUCCESS;
-}
-
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(
-    nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_t* info) {
-  DEVICE_CALL;
-  if (!device->has_mig) return NVML_ERROR_NOT_SUPPORTED;
-  if (profile >= NVML_GPU_INSTANCE_PROFILE_COUNT) return NVML_ERROR_INVALID_ARGUMENT;
-  if (device->mig_denied) return NVML_ERROR_NO_PERMISSION;
-  *info = nvmlGpuInstanceProfileInfo_t{};
-  info->id = profile;
-  info->sliceCount = kSliceCount[profile];
-  info->memorySizeMB = device->memory_mib * kSliceCount[profile] / 8;
-  return NVML_SUCCESS;
-}
-
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device,
-                                                        unsigned int profile_id,
-                                                        nvmlGpuInstance_t* instances,
-                                                        unsigned int* count) {
-  DEVICE_CALL;
-  if (!device->has_mig) return NVML_ERROR_NOT_SUPPORTED;
-  if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  if (device->mig_denied) return NVML_ERROR_NO_PERMISSION;
-  unsigned int found = 0;
-  for (auto& inst : device->instances) {
-    if (inst.profile_id != profile_id) continue;
-    if (found >= *count) return NVML_ERROR_INSUFFICIENT_SIZE;
-    instances[found++] = &inst;
-  }
-  *count = found;
-  return NVML_SUCCESS;
-}
-
-FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t instance,
-                                                     nvmlGpuInstanceInfo_t* info) {
-  std::lock_guard lock(mu);
-  if (!machine.initialized) return NVML_ERROR_UNINITIALIZED;
-  if (instance == nullptr || info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  info->device = instance->device;
-  info->id = instance->id;
-  info->profileId = instance->profile_id;
-  info->placement = {instance->start, instance->size};
-  return NVML_SUCCESS;
-}
-
 FAKE_NVML_EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
   std::lock_guard lock(mu);
   if (!machine.initialized) return NVML_ERROR_UNINITIALIZED;
@@ -521,241 +373,6 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t) {
   return NVML_SUCCESS;
 }
 
-// --- MIG instance management ---
-
-// Whether [start, start + size) overlaps an instance of `d`. REQUIRES: mu held.
-static bool overlaps(const nvmlDevice_st& d, unsigned int start, unsigned int size) {
-  for (const auto& gi : d.instances) {
-    if (start < gi.start + gi.size && gi.start < start + size) return true;
-  }
-  return false;
-}
-
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
-    nvmlDevice_t device, unsigned int profile_id, const nvmlGpuInstancePlacement_t* placement,
-    nvmlGpuInstance_t* instance) {
-  DEVICE_CALL;
-  if (!device->has_mig || device->mig_mode != NVML_DEVICE_MIG_ENABLE) {
-    return NVML_ERROR_NOT_SUPPORTED;
-  }
-  if (placement == nullptr || instance == nullptr ||
-      profile_id >= NVML_GPU_INSTANCE_PROFILE_COUNT) {
-    return NVML_ERROR_INVALID_ARGUMENT;
-  }
-  if (device->create_denied || device->mig_denied) return NVML_ERROR_NO_PERMISSION;
-  const unsigned int size = kMemorySlices[profile_id];
-  // The real driver checks the profile's placement table; an aligned start is the same rule for
-  // the profiles the agent creates.
-  if (placement->size != size || placement->start + size > 8 || placement->start % size != 0) {
-    return NVML_ERROR_INVALID_ARGUMENT;
-  }
-  if (overlaps(*device, placement->start, size)) return NVML_ERROR_INSUFFICIENT_RESOURCES;
-  nvmlGpuInstance_st& gi = device->instances.emplace_back();
-  gi.id = device->next_gi_id++;
-  gi.profile_id = profile_id;
-  gi.start = placement->start;
-  gi.size = size;
-  gi.device = device;
-  ++machine.created;
-  *instance = &gi;
-  return NVML_SUCCESS;
-}
-
-FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t instance) {
-  std::lock_guard lock(mu);
-  if (!machine.initialized) return NVML_ERROR_UNINITIALIZED;
-  if (instance == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  nvmlDevice_st* device = instance->device;
-  if (device->create_denied || device->mig_denied) return NVML_ERROR_NO_PERMISSION;
-  if (!instance->computes.empty()) return NVML_ERROR_IN_USE;  // its compute instances first
-  device->instances.remove_if([&](const nvmlGpuInstance_st& gi) { return &gi == instance; });
-  ++machine.destroyed;
-  return NVML_SUCCESS;
-}
-
-FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
-    nvmlGpuInstance_t instance, unsigned int profile, unsigned int eng_profile,
-    nvmlComputeInstanceProfileInfo_t* info) {
-  std::lock_guard lock(mu);
-  if (!machine.initialized) return NVML_ERROR_UNINITIALIZED;
-  if (instance == nullptr || info == nullptr || profile >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT ||
-      eng_profile != NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED) {
-    return NVML_ERROR_INVALID_ARGUMENT;
-  }
-  if (kCiSlices[profile] > kSliceCount[instance->profile_id]) return NVML_ERROR_NOT_SUPPORTED;
-  *info = nvmlComputeInstanceProfileInfo_t{};
-  info->id = profile;
-  info->sliceCount = kCiSlices[profile];
-  info->instanceCount = kSliceCount[instance->profile_id] / kCiSlices[profile];
-  return NVML_SUCCESS;
-}
-
-FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t instance,
-                                                                   unsigned int profile_id,
-                                                                   nvmlComputeInstance_t* compute) {
-  std::lock_guard lock(mu);
-  if (!machine.initialized) return NVML_ERROR_UNINITIALIZED;
-  if (instance == nullptr || compute == nullptr ||
-      profile_id >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT) {
-    return NVML_ERROR_INVALID_ARGUMENT;
-  }
-  if (instance->device->create_denied) return NVML_ERROR_NO_PERMISSION;
-  unsigned int used = 0;
-  for (const auto& c : instance->computes) used += c.slices;
-  if (used + kCiSlices[profile_id] > kSliceCount[instance->profile_id]) {
-    return NVML_ERROR_INSUFFICIENT_RESOURCES;
-  }
-  *compute = add_compute(*instance, kCiSlices[profile_id], profile_id);
-  return NVML_SUCCESS;
-}
-
-FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t instance,
-                                                                 unsigned int profile_id,
-                                                                 nvmlComputeInstance_t* computes,
-                                                                 unsigned int* count) {
-  std::lock_guard lock(mu);
-  if (!machine.initialized) return NVML_ERROR_UNINITIALIZED;
-  if (instance == nullptr || count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  unsigned int found = 0;
-  for (auto& c : instance->computes) {
-    if (c.profile_id != profile_id) continue;
-    if (found >= *count) return NVML_ERROR_INSUFFICIENT_SIZE;
-    computes[found++] = &c;
-  }
-  *count = found;
-  return NVML_SUCCESS;
-}
-
-FAKE_NVML_EXPORT nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t compute,
-                                                            nvmlComputeInstanceInfo_t* info) {
-  std::lock_guard lock(mu);
-  if (!machine.initialized) return NVML_ERROR_UNINITIALIZED;
-  if (compute == nullptr || info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  info->device = compute->gi->device;
-  info->gpuInstance = compute->gi;
-  info->id = compute->id;
-  info->profileId = compute->profile_id;
-  info->placement = {0, compute->slices};
-  return NVML_SUCCESS;
-}
-
-FAKE_NVML_EXPORT nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t compute) {
-  std::lock_guard lock(mu);
-  if (!machine.initialized) return NVML_ERROR_UNINITIALIZED;
-  if (compute == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  if (compute->gi->device->create_denied) return NVML_ERROR_NO_PERMISSION;
-  compute->mig_device->lost = true;  // a stale handle answers as a device that is gone
-  compute->gi->computes.remove_if([&](const nvmlComputeInstance_st& c) { return &c == compute; });
-  return NVML_SUCCESS;
-}
-
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device,
-                                                             unsigned int* count) {
-  DEVICE_CALL;
-  if (!device->has_mig) return NVML_ERROR_NOT_SUPPORTED;
-  *count = 7;
-  return NVML_SUCCESS;
-}
-
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device,
-                                                                  unsigned int index,
-                                                                  nvmlDevice_t* mig_device) {
-  DEVICE_CALL;
-  if (!device->has_mig || device->parent != nullptr) return NVML_ERROR_NOT_SUPPORTED;
-  if (mig_device == nullptr || index >= 7) return NVML_ERROR_INVALID_ARGUMENT;
-  unsigned int i = 0;
-  for (auto& gi : device->instances) {
-    for (auto& c : gi.computes) {
-      if (i++ == index) {
-        *mig_device = c.mig_device;
-        return NVML_SUCCESS;
-      }
-    }
-  }
-  return NVML_ERROR_NOT_FOUND;
-}
-
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id) {
-  DEVICE_CALL;
-  if (device->parent == nullptr) return NVML_ERROR_NOT_SUPPORTED;
-  *id = device->gi_id;
-  return NVML_SUCCESS;
-}
-
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device,
-                                                             unsigned int* id) {
-  DEVICE_CALL;
-  if (device->parent == nullptr) return NVML_ERROR_NOT_SUPPORTED;
-  *id = device->ci_id;
-  return NVML_SUCCESS;
-}
-
-// Not NVML: the fake's MIG state for the tests' assertions (tests/agent/fake_nvml.h), as JSON:
-// {"created":N,"destroyed":N,"gpus":[{"index":0,"instances":[{"id":1,"profileId":0,"start":3,
-//   "size":1,"computes":[{"id":0,"uuid":"MIG-…"}]}]}]}. Valid until the next call.
-FAKE_NVML_EXPORT const char* gaplessFakeNvmlMigState(void) {
-  static std::string text;
-  std::lock_guard lock(mu);
-  json doc = {
-      {"created", machine.created}, {"destroyed", machine.destroyed}, {"gpus", json::array()}};
-  for (const auto& d : machine.gpus) {
-    json instances = json::array();
-    for (const auto& gi : d.instances) {
-      json computes = json::array();
-      for (const auto& c : gi.computes)
-        computes.push_back({{"id", c.id}, {"uuid", c.mig_device->uuid}});
-      instances.push_back({{"id", gi.id},
-                           {"profileId", gi.profile_id},
-                           {"start", gi.start},
-                           {"size", gi.size},
-                           {"computes", computes}});
-    }
-    doc["gpus"].push_back({{"index", d.index}, {"instances", instances}});
-  }
-  text = doc.dump();
-  return text.c_str();
-}
-
-// Every export has the signature the agent's typedef says.
-static_assert(std::is_same_v<decltype(&nvmlInit_v2), nvmlInit_v2_fn>);
-static_assert(std::is_same_v<decltype(&nvmlErrorString), nvmlErrorString_fn>);
-static_assert(std::is_same_v<decltype(&nvmlDeviceGetCount_v2), nvmlDeviceGetCount_v2_fn>);
-static_assert(
-    std::is_same_v<decltype(&nvmlDeviceGetHandleByIndex_v2), nvmlDeviceGetHandleByIndex_v2_fn>);
-static_assert(std::is_same_v<decltype(&nvmlDeviceGetUUID), nvmlDeviceGetUUID_fn>);
-static_assert(std::is_same_v<decltype(&nvmlDeviceGetPciInfo_v3), nvmlDeviceGetPciInfo_v3_fn>);
-static_assert(std::is_same_v<decltype(&nvmlDeviceGetTopologyCommonAncestor),
-                             nvmlDeviceGetTopologyCommonAncestor_fn>);
-static_assert(std::is_same_v<decltype(&nvmlDeviceGetNvLinkRemotePciInfo_v2),
-                             nvmlDeviceGetNvLinkRemotePciInfo_v2_fn>);
-static_assert(std::is_same_v<decltype(&nvmlDeviceGetNvLinkRemoteDeviceType),
-                             nvmlDeviceGetNvLinkRemoteDeviceType_fn>);
-static_assert(std::is_same_v<decltype(&nvmlDeviceGetGpuInstanceProfileInfo),
-                             nvmlDeviceGetGpuInstanceProfileInfo_fn>);
-static_assert(std::is_same_v<decltype(&nvmlDeviceGetGpuInstances), nvmlDeviceGetGpuInstances_fn>);
-static_assert(std::is_same_v<decltype(&nvmlGpuInstanceGetInfo), nvmlGpuInstanceGetInfo_fn>);
-static_assert(std::is_same_v<decltype(&nvmlEventSetWait_v2), nvmlEventSetWait_v2_fn>);
-static_assert(std::is_same_v<decltype(&nvmlDeviceRegisterEvents), nvmlDeviceRegisterEvents_fn>);
-static_assert(std::is_same_v<decltype(&nvmlDeviceCreateGpuInstanceWithPlacement),
-                             nvmlDeviceCreateGpuInstanceWithPlacement_fn>);
-static_assert(std::is_same_v<decltype(&nvmlGpuInstanceDestroy), nvmlGpuInstanceDestroy_fn>);
-static_assert(std::is_same_v<decltype(&nvmlGpuInstanceGetComputeInstanceProfileInfo),
-                             nvmlGpuInstanceGetComputeInstanceProfileInfo_fn>);
-static_assert(std::is_same_v<decltype(&nvmlGpuInstanceCreateComputeInstance),
-                             nvmlGpuInstanceCreateComputeInstance_fn>);
-static_assert(std::is_same_v<decltype(&nvmlGpuInstanceGetComputeInstances),
-                             nvmlGpuInstanceGetComputeInstances_fn>);
-static_assert(
-    std::is_same_v<decltype(&nvmlComputeInstanceGetInfo_v2), nvmlComputeInstanceGetInfo_v2_fn>);
-static_assert(std::is_same_v<decltype(&nvmlComputeInstanceDestroy), nvmlComputeInstanceDestroy_fn>);
-static_assert(
-    std::is_same_v<decltype(&nvmlDeviceGetMaxMigDeviceCount), nvmlDeviceGetMaxMigDeviceCount_fn>);
-static_assert(std::is_same_v<decltype(&nvmlDeviceGetMigDeviceHandleByIndex),
-                             nvmlDeviceGetMigDeviceHandleByIndex_fn>);
-static_assert(std::is_same_v<decltype(&nvmlDeviceGetGpuInstanceId), nvmlDeviceGetGpuInstanceId_fn>);
-static_assert(
-    std::is_same_v<decltype(&nvmlDeviceGetComputeInstanceId), nvmlDeviceGetComputeInstanceId_fn>);
-
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
                                                             nvmlUtilization_t* utilization) {
   DEVICE_CALL;
@@ -783,3 +400,20 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice
   }
   return NVML_SUCCESS;
 }
+
+// Every export has the signature the agent's typedef says.
+static_assert(std::is_same_v<decltype(&nvmlInit_v2), nvmlInit_v2_fn>);
+static_assert(std::is_same_v<decltype(&nvmlErrorString), nvmlErrorString_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetCount_v2), nvmlDeviceGetCount_v2_fn>);
+static_assert(
+    std::is_same_v<decltype(&nvmlDeviceGetHandleByIndex_v2), nvmlDeviceGetHandleByIndex_v2_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetUUID), nvmlDeviceGetUUID_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetPciInfo_v3), nvmlDeviceGetPciInfo_v3_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetTopologyCommonAncestor),
+                             nvmlDeviceGetTopologyCommonAncestor_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetNvLinkRemotePciInfo_v2),
+                             nvmlDeviceGetNvLinkRemotePciInfo_v2_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetNvLinkRemoteDeviceType),
+                             nvmlDeviceGetNvLinkRemoteDeviceType_fn>);
+static_assert(std::is_same_v<decltype(&nvmlEventSetWait_v2), nvmlEventSetWait_v2_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceRegisterEvents), nvmlDeviceRegisterEvents_fn>);

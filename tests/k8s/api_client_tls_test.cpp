@@ -21,7 +21,8 @@ using gapless::test::TempDir;
 namespace {
 
 // A CA, a second unrelated CA, a server certificate for 127.0.0.1 and localhost, one for
-// another name, and a client certificate, all EC P-256, in one temporary directory.
+// another name, one whose only name is api.gapless.test (a kubeconfig's tls-server-name), and a
+// client certificate, all EC P-256, in one temporary directory.
 class Pki {
  public:
   Pki() {
@@ -44,6 +45,7 @@ ca ca
 ca other-ca
 leaf server 'subjectAltName=IP:127.0.0.1,DNS:localhost'
 leaf elsewhere 'subjectAltName=DNS:elsewhere.example'
+leaf named 'subjectAltName=DNS:api.gapless.test'
 leaf client 'extendedKeyUsage=clientAuth'
 )";
     dir_.write("make.sh", script);
@@ -66,8 +68,9 @@ const Pki& test_pki() {
   return pki;
 }
 
-// An HTTPS server on 127.0.0.1 answering GET /api/v1/nodes; with `client_ca`, it requires a
-// client certificate signed by that CA.
+// An HTTPS server on 127.0.0.1 answering GET /api/v1/nodes with the Authorization header and
+// the SNI it got ("auth", "sni"); with `client_ca`, it requires a client certificate signed by
+// that CA.
 class TlsServer {
  public:
   TlsServer(const Pki& pki, const std::string& cert, const std::string& client_ca = "") {
@@ -78,9 +81,11 @@ class TlsServer {
                                                    ca.empty() ? nullptr : ca.c_str());
     REQUIRE(server_->is_valid());
     server_->Get("/api/v1/nodes", [](const httplib::Request& req, httplib::Response& res) {
+      const char* sni = SSL_get_servername(req.ssl, TLSEXT_NAMETYPE_host_name);
       res.set_content(R"({"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"7"},)"
                       R"("items":[],"auth":")" +
-                          req.get_header_value("Authorization") + "\"}",
+                          req.get_header_value("Authorization") + R"(","sni":")" +
+                          (sni != nullptr ? sni : "") + "\"}",
                       "application/json");
     });
     port_ = server_->bind_to_any_port("127.0.0.1");
@@ -208,4 +213,85 @@ TEST_CASE("api client TLS: a client certificate from PEM in memory") {
     REQUIRE_FALSE(r.ok());
     CHECK_THAT(r.error(), Catch::Contains("client-certificate given without client-key"));
   }
+}
+
+// kubeconfig tls-server-name (issue 37): the server is reached at the URL's host, but named and
+// verified as tls_server_name, as kubectl does.
+TEST_CASE("api client TLS: tls_server_name is the SNI sent and the name verified") {
+  const Pki& pki = test_pki();
+  if (!pki.ok()) return;
+  TlsServer server(pki, "named");  // its certificate names api.gapless.test only
+  ClientConfig c = config_for(server.url(), pki.pem("ca.crt"));
+
+  SECTION("without it, 127.0.0.1 is checked and refused") {
+    auto r = get_nodes(c);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error(), Catch::Contains("IP address mismatch"));
+  }
+  SECTION("with it, the certificate verifies and the server gets the name as SNI") {
+    c.tls_server_name = "api.gapless.test";
+    auto r = get_nodes(c);
+    INFO((r.ok() ? std::string() : r.error()));
+    REQUIRE(r.ok());
+    CHECK(r->status == 200);
+    CHECK_THAT(r->body, Catch::Contains(R"("sni":"api.gapless.test")"));
+  }
+  SECTION("a name the certificate does not hold is refused") {
+    c.tls_server_name = "elsewhere.example";
+    auto r = get_nodes(c);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error(), Catch::Contains("hostname mismatch"));
+  }
+  SECTION("insecure skips verification but still sends the name") {
+    c.ca_pem.clear();
+    c.insecure = true;
+    c.tls_server_name = "api.gapless.test";
+    auto r = get_nodes(c);
+    REQUIRE(r.ok());
+    CHECK_THAT(r->body, Catch::Contains(R"("sni":"api.gapless.test")"));
+  }
+  SECTION("a name with a space or control character is a configuration error") {
+    c.tls_server_name = std::string("api.gapless.test\0x", 18);
+    auto r = get_nodes(c);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error(), Catch::Contains("tls-server-name") && Catch::Contains("not a host name"));
+  }
+}
+
+TEST_CASE("api client TLS: an IP address as tls_server_name is checked, not sent as SNI") {
+  const Pki& pki = test_pki();
+  if (!pki.ok()) return;
+  TlsServer server(pki, "server");  // 127.0.0.1 and localhost
+  ClientConfig c = config_for(server.url("localhost"), pki.pem("ca.crt"));
+  c.tls_server_name = "127.0.0.1";
+  auto r = get_nodes(c);
+  INFO((r.ok() ? std::string() : r.error()));
+  REQUIRE(r.ok());
+  CHECK_THAT(r->body, Catch::Contains(R"("sni":"")"));
+  c.tls_server_name = "127.0.0.2";
+  r = get_nodes(c);
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error(), Catch::Contains("IP address mismatch"));
+}
+
+TEST_CASE("api client TLS: a kubeconfig's tls-server-name reaches the connection") {
+  const Pki& pki = test_pki();
+  if (!pki.ok()) return;
+  TlsServer server(pki, "named");
+  const auto kubeconfig = [&](const std::string& extra) {
+    return "apiVersion: v1\nkind: Config\ncurrent-context: main\n"
+           "clusters:\n- name: c\n  cluster:\n    server: " +
+           server.url() + "\n    certificate-authority: " + pki.path("ca.crt") + "\n" + extra +
+           "contexts:\n- name: main\n  context: {cluster: c}\n";
+  };
+  auto with = gapless::k8s::parse_kubeconfig(kubeconfig("    tls-server-name: api.gapless.test\n"),
+                                             "test", "/");
+  REQUIRE(with.ok());
+  auto r = get_nodes(*with);
+  INFO((r.ok() ? std::string() : r.error()));
+  REQUIRE(r.ok());
+  CHECK(r->status == 200);
+  auto without = gapless::k8s::parse_kubeconfig(kubeconfig(""), "test", "/");
+  REQUIRE(without.ok());
+  CHECK_FALSE(get_nodes(*without).ok());
 }

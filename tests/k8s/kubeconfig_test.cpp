@@ -165,6 +165,28 @@ TEST_CASE("kubeconfig: insecure-skip-tls-verify") {
              Catch::Contains("insecure-skip-tls-verify must be true or false"));
 }
 
+TEST_CASE("kubeconfig: tls-server-name is the cluster's name for TLS") {
+  TempDir dir;
+  const ClientConfig c = load_ok(
+      dir, kubeconfig(kServer + "    tls-server-name: api.internal.example\n", "    token: t\n"));
+  CHECK(c.server == "https://10.0.0.1:6443");  // still where calls go
+  CHECK(c.tls_server_name == "api.internal.example");
+  // Per cluster: context "second" names c2, which has none.
+  CHECK(
+      load_ok(dir,
+              kubeconfig(kServer + "    tls-server-name: api.internal.example\n", "    token: t\n"),
+              "second")
+          .tls_server_name.empty());
+  CHECK(load_ok(dir, kubeconfig(kServer, "    token: t\n")).tls_server_name.empty());
+  // With insecure-skip-tls-verify, as kubectl allows (the name is still sent).
+  CHECK(load_ok(dir, kubeconfig(kServer + "    insecure-skip-tls-verify: true\n" +
+                                    "    tls-server-name: api.internal.example\n",
+                                ""))
+            .tls_server_name == "api.internal.example");
+  CHECK_THAT(load_error(dir, kubeconfig(kServer + "    tls-server-name: [a, b]\n", "")),
+             Catch::Contains("cluster \"c1\": tls-server-name must be a string"));
+}
+
 TEST_CASE("kubeconfig: a context that does not exist is named in the error") {
   TempDir dir;
   CHECK_THAT(load_error(dir, kubeconfig(kServer, ""), "nope"),

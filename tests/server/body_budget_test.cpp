@@ -111,6 +111,14 @@ TEST_CASE("a lease trims at once only past the budget's growth, else the idle tr
     CHECK(budget.trims().at_release == 0);
     CHECK(budget.trims().when_idle == 1);
   }
+  SECTION("a large request freed after its lease (its answer written) is trimmed once idle") {
+    server::BodyBudget budget(256 * 1024 * 1024, 20ms);
+    { const auto lease = budget.acquire(512 * 1024, 0s); }
+    CHECK(eventually([&] { return budget.trims().when_idle == 1; }));
+    budget.note_freed();  // what a connection says once a large answer has been written
+    CHECK(eventually([&] { return budget.trims().when_idle == 2; }));
+    CHECK(budget.trims().at_release == 0);
+  }
 }
 
 }  // namespace gapless::test

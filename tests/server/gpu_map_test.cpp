@@ -1,16 +1,16 @@
 // The GPU map's routes (docs/gpu-map.md): GET /ui, /ui/<file>, /ui/map.json and
-// /ui/explain/<uid> on the demo cluster, and `kubectl gapless ui` through a fake API server's
-// service proxy. The page itself runs in a real browser in tests/ui/.
+// /ui/explain/<uid> on the demo cluster, and `kubectl gapless ui` with --extender and through
+// kubectl port-forward (a fake kubectl). The page itself runs in a real browser in tests/ui/.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 
 #include "child_process.h"
-#include "fake_api_server.h"
-#include "kubeconfig.h"
+#include "fake_kubectl.h"
 #include "temp_dir.h"
 #include "test_paths.h"
 #include "test_server.h"
@@ -175,11 +175,13 @@ struct Child {
   std::string first_line;
 };
 
-Child start_reading_first_line(const std::string& command) {
+Child start_reading_first_line(const std::string& command,
+                               std::vector<std::string> extra_env = {}) {
   int fds[2];
   REQUIRE(pipe2(fds, O_CLOEXEC) == 0);  // the child gets the write end as its stdout only
   SpawnOptions options;
   options.stdout_fd = fds[1];
+  options.extra_env = std::move(extra_env);
   Child c;
   c.pid = spawn({"/bin/sh", "-c", "exec " + command}, options);
   close(fds[1]);
@@ -189,45 +191,60 @@ Child start_reading_first_line(const std::string& command) {
   return c;
 }
 
-TEST_CASE("kubectl gapless ui: the page and its JSON through the API server's service proxy") {
+int wait_for_exit_status(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST_CASE("kubectl gapless ui: the extender's page, given or through kubectl port-forward") {
   TestServer srv(demo_cluster());
   REQUIRE(srv.filter_and_bind(gpu_pod("two", "uid-map-ui", 2), "h100-nvs-01") == "");
-  FakeApiServer api("secret-token");
   const std::string extender = "http://127.0.0.1:" + std::to_string(srv.port());
-  api.proxy_service("gapless-system", "gapless-extender-metrics:http-metrics", extender);
   TempDir dir;
-  const std::string kubeconfig = write_token_kubeconfig(dir, api.url(), "secret-token");
+  const std::string kubeconfig = dir.write("kubeconfig", "");  // only passed on to kubectl
   const std::string cli = gapless::test::binary_dir() + "/kubectl-gapless ";
 
   // With --extender: the URL of the page there.
   Child direct = start_reading_first_line(cli + "ui --extender " + extender + "/");
   CHECK(direct.first_line == extender + "/ui/");
-  int status = 0;
-  waitpid(direct.pid, &status, 0);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(wait_for_exit_status(direct.pid) == 0);
 
-  // Without: a local page that fetches through the proxy, until SIGTERM.
-  Child ui = start_reading_first_line(cli + "ui --listen 127.0.0.1:0 --kubeconfig " + kubeconfig +
-                                      " 2>" + dir.file("stderr"));
-  INFO(ui.first_line);
-  REQUIRE(ui.first_line.rfind("http://127.0.0.1:", 0) == 0);
-  const std::string base = ui.first_line.substr(0, ui.first_line.size() - 4);  // without "/ui/"
-  httplib::Client local(base);
-  auto page = local.Get("/ui/");
-  REQUIRE(page);
-  CHECK(page->status == 200);
-  CHECK(page->get_header_value("Content-Type") == "text/html; charset=utf-8");
-  CHECK(page->body == srv.get("/ui/").body);
+  // Without: the page at the port-forward's local end, kept until SIGTERM. The fake kubectl
+  // "forwards" from the demo extender's own port.
+  FakeKubectl kubectl(dir, FakeKubectl::forwarding_to(srv.port()));
+  Child ui = start_reading_first_line(
+      cli + "ui --listen 127.0.0.1:0 --kubeconfig " + kubeconfig + " 2>" + dir.file("stderr"),
+      {"KUBECTL=" + kubectl.path()});
+  CHECK(ui.first_line == extender + "/ui/");
+  CHECK(kubectl.args() == std::vector<std::string>{"--kubeconfig", kubeconfig, "port-forward", "-n",
+                                                   "gapless-system", "--address", "127.0.0.1",
+                                                   "deploy/gapless-scheduler", ":8888"});
+  httplib::Client local(extender);
   auto map = local.Get("/ui/map.json");
   REQUIRE(map);
-  CHECK(map->get_header_value("Content-Type") == "application/json");
   CHECK(json::parse(map->body) == json::parse(srv.get("/ui/map.json").body));
-  CHECK(api.count_requests("GET", "/api/v1/namespaces/gapless-system/services/") == 2);
+  CHECK(kubectl.running());
   kill(ui.pid, SIGTERM);
-  waitpid(ui.pid, &status, 0);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(wait_for_exit_status(ui.pid) == 0);
+  CHECK_FALSE(kubectl.running());
+}
+
+TEST_CASE("kubectl gapless ui: kubectl port-forward ending ends the ui, with kubectl's words") {
+  TempDir dir;
+  FakeKubectl kubectl(dir,
+                      "echo 'Forwarding from 127.0.0.1:8899 -> 8888'\nsleep 0.2\n"
+                      "echo 'error: lost connection to pod' >&2\nexit 1");
+  const std::string cli = gapless::test::binary_dir() + "/kubectl-gapless ";
+  Child ui =
+      start_reading_first_line(cli + "ui 2>" + dir.file("stderr"), {"KUBECTL=" + kubectl.path()});
+  CHECK(ui.first_line == "http://127.0.0.1:8899/ui/");
+  CHECK(wait_for_exit_status(ui.pid) == 1);
+  CHECK(kubectl.args().back() == "8899:8888");  // the default --listen
+  std::ifstream in(dir.file("stderr"));
+  const std::string said(std::istreambuf_iterator<char>(in), {});
+  CHECK_THAT(said, Catch::Contains("error: lost connection to pod\n"
+                                   "kubectl-gapless: kubectl port-forward ended (exit status 1)"));
 }
 
 }  // namespace gapless::test

@@ -1,6 +1,11 @@
 // kubectl gapless: its views (gapless::cli) over a demo extender's /debug/state and /debug/explain,
-// and the binary through a kubeconfig and a fake API server's service proxy.
+// its kubectl port-forward (with a fake kubectl), and the binary with --extender and through the
+// port-forward, the pod for explain read from a fake API server.
+#include <cstdio>
+
 #include "fake_api_server.h"
+#include "fake_kubectl.h"
+#include "gapless/cli/port_forward.h"
 #include "gapless/cli/views.h"
 #include "kubeconfig.h"
 #include "run_command.h"
@@ -54,10 +59,7 @@ TEST_CASE("kubectl gapless explain: the request covers every node, the view ever
 
 namespace gapless::test {
 
-TEST_CASE("kubectl gapless: paths through the API server") {
-  CHECK(cli::proxy_path("/debug/state") ==
-        "/api/v1/namespaces/gapless-system/services/gapless-extender-metrics:http-metrics/proxy"
-        "/debug/state");
+TEST_CASE("kubectl gapless: the pod's path on the API server") {
   auto p = cli::pod_path("ml/train-0");
   REQUIRE(p);
   CHECK(*p == "/api/v1/namespaces/ml/pods/train-0");
@@ -67,11 +69,64 @@ TEST_CASE("kubectl gapless: paths through the API server") {
   }
 }
 
+TEST_CASE("kubectl gapless port-forward: kubectl's arguments and its forwarding line") {
+  cli::PortForwardSpec spec;
+  CHECK(cli::port_forward_args(spec) ==
+        std::vector<std::string>{"port-forward", "-n", "gapless-system", "--address", "127.0.0.1",
+                                 "deploy/gapless-scheduler", ":8888"});
+  spec.kubeconfig = "/k";
+  spec.context = "prod";
+  spec.local_port = 8899;
+  CHECK(cli::port_forward_args(spec) ==
+        std::vector<std::string>{"--kubeconfig", "/k", "--context", "prod", "port-forward", "-n",
+                                 "gapless-system", "--address", "127.0.0.1",
+                                 "deploy/gapless-scheduler", "8899:8888"});
+
+  CHECK(cli::forwarded_address("Forwarding from 127.0.0.1:41234 -> 8888", 8888) ==
+        "127.0.0.1:41234");
+  CHECK(cli::forwarded_address("Forwarding from [::1]:41234 -> 8888\r", 8888) == "[::1]:41234");
+  for (const char* other :
+       {"Forwarding from 127.0.0.1:41234 -> 9400", "Handling connection for 41234",
+        "Forwarding from 127.0.0.1: -> 8888", "Forwarding from 127.0.0.1:x -> 8888",
+        "Forwarding from  -> 8888", "Forwarding from 127.0.0.1:1/x -> 8888", ""}) {
+    INFO(other);
+    CHECK_FALSE(cli::forwarded_address(other, 8888));
+  }
+}
+
+TEST_CASE("kubectl gapless port-forward: kubectl runs while its owner lives, not after") {
+  TempDir dir;
+  FakeKubectl kubectl(dir, FakeKubectl::forwarding_to(40999));
+  cli::PortForwardSpec spec;
+  spec.kubectl = kubectl.path();
+  auto forward = cli::PortForward::start(spec);
+  REQUIRE(forward);
+  CHECK((*forward)->url() == "http://127.0.0.1:40999");
+  CHECK((*forward)->pid() == kubectl.pid());
+  CHECK(kubectl.running());
+  CHECK_FALSE((*forward)->ended());
+  forward->reset();
+  CHECK_FALSE(kubectl.running());
+}
+
+TEST_CASE("kubectl gapless port-forward: a silent kubectl is ended at the timeout") {
+  TempDir dir;
+  FakeKubectl kubectl(dir, "echo 'waiting for the pod' >&2\nexec sleep 600");
+  cli::PortForwardSpec spec;
+  spec.kubectl = kubectl.path();
+  spec.ready_timeout = std::chrono::milliseconds(500);
+  auto forward = cli::PortForward::start(spec);
+  REQUIRE_FALSE(forward);
+  CHECK_THAT(forward.error(),
+             Catch::Contains("printed no \"Forwarding from\" line in 500 ms: waiting for the pod"));
+  CHECK_FALSE(kubectl.running());
+}
+
 }  // namespace gapless::test
 
 namespace gapless::test {
 
-TEST_CASE("kubectl-gapless through a kubeconfig: the API server's service proxy and pod read") {
+TEST_CASE("kubectl-gapless without --extender: kubectl port-forward; the pod from the API server") {
   TestServer srv(demo_cluster());
   REQUIRE(srv.filter_and_bind(gpu_pod("two", "uid-cli-3", 2), "h100-nvs-01") == "");
   FakeApiServer api("secret-token");
@@ -79,33 +134,66 @@ TEST_CASE("kubectl-gapless through a kubeconfig: the API server's service proxy 
   api.add_pod(gpu_pod("train", "uid-cli-4", 2));
   TempDir dir;
   const std::string kubeconfig = write_token_kubeconfig(dir, api.url(), "secret-token");
+  FakeKubectl kubectl(dir, FakeKubectl::forwarding_to(srv.port()));
   const std::string cli = gapless::test::binary_dir() + "/kubectl-gapless ";
   const std::string err = " 2>" + dir.file("stderr");
 
-  // No endpoints behind the Service yet: a clear error, exit 1.
-  const Exit down = run_command(cli + "nodes --kubeconfig " + kubeconfig + err);
-  CHECK(down.status == 1);
-
-  api.proxy_service("gapless-system", "gapless-extender-metrics:http-metrics", extender);
   const Exit direct = run_command(cli + "nodes h100-nvs-01 --extender " + extender + err);
-  const Exit proxied = run_command(cli + "nodes h100-nvs-01 --kubeconfig " + kubeconfig + err);
-  CHECK(proxied.status == 0);
-  CHECK(proxied.out == direct.out);
-  CHECK_THAT(proxied.out, Catch::Contains("  GPU 0  healthy  default/two (whole)"));
-  CHECK(api.count_requests("GET", "/api/v1/namespaces/gapless-system/services/") == 2);
+  const Exit forwarded = run_command(kubectl.env() + cli + "nodes h100-nvs-01 --kubeconfig " +
+                                     kubeconfig + " --context x" + err);
+  CHECK(forwarded.status == 0);
+  CHECK(forwarded.out == direct.out);
+  CHECK_THAT(forwarded.out, Catch::Contains("  GPU 0  healthy  default/two (whole)"));
+  CHECK(kubectl.args() == std::vector<std::string>{"--kubeconfig", kubeconfig, "--context", "x",
+                                                   "port-forward", "-n", "gapless-system",
+                                                   "--address", "127.0.0.1",
+                                                   "deploy/gapless-scheduler", ":8888"});
+  CHECK_FALSE(kubectl.running());
+  CHECK(api.requests().empty());  // nodes needs nothing from the API server itself
 
   // explain reads the pod from the API server (as kubectl would), then asks the extender.
   const Exit explained =
-      run_command(cli + "explain default/train --kubeconfig " + kubeconfig + err);
+      run_command(kubectl.env() + cli + "explain default/train --kubeconfig " + kubeconfig + err);
   INFO(explained.out);
   CHECK(explained.status == 0);
   CHECK(explained.out.rfind("pod default/train, profile default\n", 0) == 0);
   CHECK_THAT(explained.out, Catch::Contains("  would get: GPU "));
   CHECK(api.count_requests("GET", "/api/v1/namespaces/default/pods/train") == 1);
+  CHECK(kubectl.args().at(1) == kubeconfig);
+  CHECK_FALSE(kubectl.running());
 
-  // A pod the API server does not have: its 404, exit 1.
-  const Exit missing = run_command(cli + "explain default/nope --kubeconfig " + kubeconfig + err);
+  // A pod the API server does not have: its 404, exit 1, and no port-forward started.
+  std::remove(dir.file("kubectl.args").c_str());
+  const Exit missing =
+      run_command(kubectl.env() + cli + "explain default/nope --kubeconfig " + kubeconfig + err);
   CHECK(missing.status == 1);
+  CHECK(kubectl.args().empty());
+}
+
+TEST_CASE("kubectl-gapless: a kubectl that fails, or none, is a clear error and no hang") {
+  TempDir dir;
+  FakeKubectl kubectl(dir,
+                      "echo 'error: pods \"gapless-scheduler-0\" is forbidden: User \"bob\" "
+                      "cannot create resource \"pods/portforward\"' >&2\nexit 1");
+  const std::string cli = gapless::test::binary_dir() + "/kubectl-gapless ";
+  const std::string err = " 2>" + dir.file("stderr");
+  auto said = [&dir] {
+    std::ifstream in(dir.file("stderr"));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+
+  const Exit refused = run_command(kubectl.env() + cli + "nodes" + err);
+  CHECK(refused.status == 1);
+  CHECK(refused.out.empty());
+  INFO(said());
+  CHECK_THAT(said(), Catch::Contains("port-forward -n gapless-system --address 127.0.0.1 "
+                                     "deploy/gapless-scheduler :8888` ended (exit status 1): "
+                                     "error: pods \"gapless-scheduler-0\" is forbidden"));
+  CHECK_THAT(said(), Catch::Contains("`create` on pods/portforward in gapless-system"));
+
+  const Exit none = run_command("KUBECTL=" + dir.file("no-kubectl") + " " + cli + "nodes" + err);
+  CHECK(none.status == 1);
+  CHECK_THAT(said(), Catch::Contains("cannot find \"" + dir.file("no-kubectl") + "\""));
 }
 
 }  // namespace gapless::test

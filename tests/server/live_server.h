@@ -23,12 +23,19 @@ namespace gapless::test {
 
 class LiveServer {
  public:
-  explicit LiveServer(server::HttpOptions options, model::Cluster cluster = demo_cluster())
+  // `probe_listener`: also a probe listener (HttpServer::bind_probes) on its own port.
+  explicit LiveServer(server::HttpOptions options, model::Cluster cluster = demo_cluster(),
+                      bool probe_listener = false)
       : extender_(std::move(cluster), placement::builtin_policy(), binder_, metrics_),
         http_(extender_, with_metrics(std::move(options), &metrics_)) {
     auto bound = http_.bind("127.0.0.1", 0);
     if (!bound) throw std::runtime_error(bound.error());
     port_ = *bound;
+    if (probe_listener) {
+      auto probes = http_.bind_probes("127.0.0.1", 0);
+      if (!probes) throw std::runtime_error(probes.error());
+      probe_port_ = *probes;
+    }
     // The listening socket queues connections until the accept loop runs, and stop() waits
     // for that loop if serve() has begun: no start-up probe needed.
     thread_ = std::thread([this] { http_.serve(); });
@@ -41,6 +48,7 @@ class LiveServer {
   LiveServer& operator=(const LiveServer&) = delete;
 
   int port() const { return port_; }
+  int probe_port() const { return probe_port_; }  // 0 without a probe listener
   server::HttpServer& http() { return http_; }
   server::Metrics& metrics() { return metrics_; }
   // How many connections the door cut for `reason` (gapless_http_connections_cut_total), 0
@@ -84,6 +92,7 @@ class LiveServer {
   server::Extender extender_;
   server::HttpServer http_;
   int port_ = 0;
+  int probe_port_ = 0;
   std::thread thread_;
 };
 

@@ -113,9 +113,6 @@ FakeApiServer::FakeApiServer(std::string token)
   add_config_map_routes();
   s.Post(R"(/apis/events\.k8s\.io/v1/namespaces/([^/]+)/events)",
          guarded([this](const auto& req, auto& res) { handle_event(req, res); }));
-  const char* const proxy = R"(/api/v1/namespaces/([^/]+)/services/([^/]+)/proxy(/.*))";
-  s.Get(proxy, guarded([this](const auto& req, auto& res) { handle_service_proxy(req, res); }));
-  s.Post(proxy, guarded([this](const auto& req, auto& res) { handle_service_proxy(req, res); }));
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;  // already a Status
     const int code = res.status;

@@ -11,9 +11,6 @@
 //                                    (application/merge-patch+json; 415 for other patch
 //                                    types), 200 with the object (MODIFIED)
 //   POST /api/v1/namespaces/{ns}/events, /apis/events.k8s.io/v1/namespaces/{ns}/events
-//   GET, POST /api/v1/namespaces/{ns}/services/{name}:{port}/proxy/{path}   the service proxy:
-//                                    forwarded to the URL proxy_service() registered (503
-//                                    Status when none is)
 //   GET, PUT /api/v1/namespaces/{ns}/configmaps/{name}; POST /api/v1/namespaces/{ns}/configmaps
 //                                    create (409 AlreadyExists) and update, with a set
 //                                    metadata.resourceVersion as a precondition (409 Conflict);
@@ -202,10 +199,6 @@ class FakeApiServer {
   std::size_t held_requests() const;  // requests waiting now
 
   // --- Inspection.
-  // Routes the service proxy of `service_port` ("name:port") in `ns` to `url`
-  // ("http://127.0.0.1:PORT"), as the real API server reaches a Service's endpoints.
-  void proxy_service(const std::string& ns, const std::string& service_port, std::string url);
-
   std::vector<RequestRecord> requests() const;
   std::size_t count_requests(const std::string& method, const std::string& path_prefix) const;
   std::vector<nlohmann::json> events() const;    // Event objects POSTed, as stored
@@ -239,7 +232,6 @@ class FakeApiServer {
   // `ns` is "" for a cluster-scoped kind (nodes).
   void merge_patch(const httplib::Request& req, httplib::Response& res, Kind kind,
                    const std::string& ns, const std::string& name);
-  void handle_service_proxy(const httplib::Request& req, httplib::Response& res);
   void add_config_map_routes();
   void handle_config_map_write(const httplib::Request& req, httplib::Response& res,
                                const std::string& ns, const std::string& name);
@@ -281,7 +273,6 @@ class FakeApiServer {
   std::uint64_t snapshot_counter_ = 0;
   std::vector<Fault> faults_;
   std::vector<RequestRecord> requests_;
-  std::map<std::string, std::string> proxies_;  // "ns/name:port" -> URL
   std::vector<nlohmann::json> events_;
   std::vector<nlohmann::json> bindings_;
   std::map<std::string, nlohmann::json> config_maps_;  // by "namespace/name"

@@ -1,5 +1,6 @@
 // One running gapless-extender wired to a (fake) Kubernetes API server as gapless-extender runs
-// it: node and pod informers feed the model through ClusterSync, binds go through KubeBinder.
+// it: node and pod informers feed the model through ClusterSync, binds go through KubeBinder
+// (which checks each against the API server's pod and the node informer's labels and taints).
 // Header-only, for the test binaries that link gapless_server (server, agent end to end).
 #pragma once
 
@@ -16,6 +17,7 @@
 #include "gapless/k8s/informer.h"
 #include "gapless/k8s/kube_binder.h"
 #include "gapless/k8s/node_claims.h"
+#include "gapless/k8s/node_facts.h"
 #include "gapless/server/extender.h"
 
 namespace gapless::test {
@@ -45,7 +47,8 @@ class KubeExtender {
     o.watch_timeout_seconds = 30;
     o.backoff_initial = 20ms;
     o.path = "/api/v1/nodes";
-    nodes_ = std::make_unique<k8s::Informer>(client_, o, sync_.node_handlers());
+    binder_.set_node_facts(&node_facts_);  // as gapless-extender checks binds
+    nodes_ = std::make_unique<k8s::Informer>(client_, o, node_facts_.feed(sync_.node_handlers()));
     o.path = "/api/v1/pods";
     o.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
     k8s::InformerHandlers pod_handlers = sync_.pod_handlers();
@@ -108,6 +111,7 @@ class KubeExtender {
 
   test::FakeApiServer& server_;
   k8s::ApiClient client_;
+  k8s::NodeFactsStore node_facts_;
   k8s::KubeBinder binder_;
   k8s::KubeNodeClaims claims_;
   server::Metrics metrics_;

@@ -1,9 +1,11 @@
 // The drift check: does every container hold the GPUs its pod's allocation record names?
 // Compares what the kubelet really assigned (PodResources, pod_resources.h) with the records
-// (gapless.io/allocation) of the node's pods, per container and resource, for the resources the
-// device plugin serves: nvidia.com/gpu (device ID = GPU UUID), gapless.io/gpu-shared-count
-// ("<UUID>::<k>") and nvidia.com/mig-<profile> ("<UUID>::slice-<start>"). A container's part of
-// its record is split as the plugin splits it (pod_match.h record_parts).
+// (gapless.io/allocation) of the node's pods, per container and resource (the union of the
+// container's PodResources entries of that resource, however the kubelet splits them), for the
+// resources the device plugin serves: nvidia.com/gpu (device ID = GPU UUID),
+// gapless.io/gpu-shared-count ("<UUID>::<k>") and nvidia.com/mig-<profile>
+// ("<UUID>::slice-<start>"). A container's part of its record is split as the plugin splits it
+// (pod_match.h record_parts).
 //
 // Kinds of drift, each a finding per container and resource:
 //   mismatch     the container holds GPUs (MIG: placements) its record does not name for it

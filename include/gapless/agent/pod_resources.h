@@ -16,8 +16,10 @@ namespace gapless::agent {
 
 inline constexpr const char* kPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock";
 
-// The devices of one resource the kubelet assigned to one container, as the device plugin
-// reported their IDs.
+// One ContainerDevices entry: devices of one resource the kubelet assigned to one container, as
+// the device plugin reported their IDs. Kept as the kubelet sends them: a v1.26 kubelet sends
+// one entry per device (one ID each, repeated per NUMA node of the device), so a container may
+// have several entries of one resource; readers take their union (drift.cpp).
 struct AssignedDevices {
   std::string resource;
   std::vector<std::string> ids;

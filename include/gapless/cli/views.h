@@ -20,9 +20,6 @@ Result<std::string> render_nodes(const nlohmann::json& state, const std::string&
 Result<std::string> explain_request(const nlohmann::json& pod, const std::string& who,
                                     const nlohmann::json& state);
 
-// Without --extender: `path` (/debug/state, ...) on the extender through the API server's service
-// proxy to the Service gapless-extender-metrics (port http-metrics) in gapless-system.
-std::string proxy_path(const std::string& path);
 // The API path of pod `who` (NAMESPACE/NAME); an error when `who` is not of that form.
 Result<std::string> pod_path(const std::string& who);
 

@@ -19,6 +19,10 @@ struct ClientConfig {
   std::string server;             // "https://10.0.0.1:443" (http:// only for tests)
   std::string ca_pem;             // CA bundle to verify the server; empty: system CAs
   bool insecure = false;          // skip server verification (kubeconfig insecure-skip-tls-verify)
+  // The server's name for TLS (kubeconfig tls-server-name): sent as SNI and checked against its
+  // certificate instead of the server URL's host, which is still where calls connect. Empty:
+  // the URL's host.
+  std::string tls_server_name;
   std::string token;              // bearer token
   std::string token_file;         // re-read at most every minute and after a 401; wins over token
   std::string client_cert_pem;    // client certificate authentication
@@ -31,9 +35,9 @@ struct ClientConfig {
 Result<ClientConfig> in_cluster_config(
     const std::string& sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
 
-// From a kubeconfig file: `context` or the current-context; server; CA as file or data; bearer
-// token (or tokenFile) or client certificate/key as file or data. Relative paths are relative to
-// the kubeconfig's directory.
+// From a kubeconfig file: `context` or the current-context; server, tls-server-name and
+// insecure-skip-tls-verify; CA as file or data; bearer token (or tokenFile) or client
+// certificate/key as file or data. Relative paths are relative to the kubeconfig's directory.
 Result<ClientConfig> kubeconfig_config(const std::string& path, const std::string& context = "");
 
 // Reads a file that a kubeconfig names (CA, client certificate or key, tokenFile).
@@ -78,10 +82,11 @@ class ApiTransport {
 // after the server URL's own path, if any. Every request sends `Accept: application/json` and
 // the bearer token; after a 401 the token file is re-read and, if the token changed, the
 // request is tried once more. A watch's read timeout is its URL's timeoutSeconds + 30 s (10 min
-// without one). With a CA bundle only that bundle is trusted; the server's name or IP must
-// match its certificate. A configuration that cannot work (bad URL, unparsable PEM, key not
-// matching the certificate) makes every call fail with the reason. Constructing one ignores
-// SIGPIPE unless the program installed a handler (writes to a closed connection raise it).
+// without one). With a CA bundle only that bundle is trusted; the server's name or IP (its
+// tls_server_name when set, which is also the SNI sent) must match its certificate. A configuration
+// that cannot work (bad URL, unparsable PEM, key not matching the certificate) makes every call
+// fail with the reason. Constructing one ignores SIGPIPE unless the program installed a handler
+// (writes to a closed connection raise it).
 class ApiClient final : public ApiTransport {
  public:
   explicit ApiClient(ClientConfig config);

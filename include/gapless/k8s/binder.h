@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gapless/k8s/pod_request.h"
 #include "gapless/model/result.h"
 
 namespace gapless::k8s {
@@ -24,6 +25,15 @@ struct BindRequest {
 class Binder {
  public:
   virtual ~Binder() = default;
+  // Before anything is reserved: the pod to bind, as the cluster knows it. `filtered` is the pod
+  // /filter was sent, which any client that reaches the extender can write; `req` carries no
+  // annotations yet. An error refuses the bind (the caller answers it, the model unchanged).
+  // This default trusts `filtered`: without an API server (--cluster, the demo, tests) the
+  // filter body is all there is. KubeBinder reads the pod from the API server and checks it.
+  virtual Result<ParsedPod> admit(const BindRequest& req, const ParsedPod& filtered) {
+    (void)req;
+    return filtered;
+  }
   // Makes the binding durable. On error nothing was bound (the caller rolls the model back).
   virtual Status bind(const BindRequest& req) = 0;
 };

@@ -4,15 +4,26 @@
 // record (a retry after a lost reply). On failure an Event explains it on the pod; on success,
 // when asked, a Normal Event names the GPUs the pod got (rate-limited).
 //
+// Before the bind, admit reads the pod from the API server and refuses (with a Warning
+// FailedBinding Event, rate-limited with the success Events) when its UID is not the bind's,
+// it is bound to another node, its GPU requests are not those /filter was sent, or its
+// nodeSelector, required node affinity or untolerated NoSchedule/NoExecute taints rule the node
+// out (node_fit.h): whoever can reach the extender cannot make it bind a pod where kube-scheduler
+// would not. The node's labels and taints come from the node informer (set_node_facts), else
+// from a read of the node.
+//
 // Thread-safety: bind and warn_fenced may be called concurrently.
 #pragma once
 
 #include <chrono>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 
 #include "gapless/k8s/api_client.h"
 #include "gapless/k8s/binder.h"
+#include "gapless/k8s/node_facts.h"
 
 namespace gapless::k8s {
 
@@ -27,7 +38,12 @@ class KubeBinder final : public Binder {
  public:
   explicit KubeBinder(ApiTransport& api, std::string component = "gapless-extender",
                       BindEvents events = {});
+  // The API server's pod, when it may be bound as `req` says (see above).
+  Result<ParsedPod> admit(const BindRequest& req, const ParsedPod& filtered) override;
   Status bind(const BindRequest& req) override;
+  // Where admit finds nodes' labels and taints (the node informer's); null (the default): a
+  // read of the node per bind. Set before binding; must outlive this binder.
+  void set_node_facts(const NodeFactsStore* store) { node_facts_ = store; }
   // A Warning "NodeFenced" Event on pod `ns`/`name`, whose allocation record fenced `node`.
   // Rate-limited with the success Events. Best effort.
   void warn_fenced(const std::string& ns, const std::string& name, const std::string& node,
@@ -37,7 +53,12 @@ class KubeBinder final : public Binder {
   void post_event(const BindRequest& req, const std::string& type, const std::string& reason,
                   const std::string& message);
   bool take_token();  // the rate limit: true when an Event may be posted now
+  // admit's parts (kube_binder_admit.cpp).
+  Result<NodeFacts> node_facts(const std::string& node);
+  std::optional<std::string> refusal(const BindRequest& req, const ParsedPod& pod,
+                                     const nlohmann::json& object, const ParsedPod& filtered);
   ApiTransport& api_;
+  const NodeFactsStore* node_facts_ = nullptr;
   const std::string component_;
   const BindEvents events_;
   std::mutex mu_;

@@ -14,7 +14,10 @@
 // One cache serves one policy: Profile pointers are part of the key, so build a fresh cache
 // whenever the policy is replaced.
 //
-// Thread-safety: all methods may be called concurrently. Two calls for the same shape take turns.
+// Thread-safety: all methods may be called concurrently. One call at a time uses a shape's table:
+// a call that finds it in use (another request of the same shape is in its loop, which for a
+// body naming a million nodes takes seconds) does not wait for it but computes every answer
+// itself, reusing and storing nothing (a bypass): the same answers, only not faster.
 #pragma once
 
 #include <atomic>
@@ -43,12 +46,14 @@ class VerdictCache {
   VerdictCache& operator=(const VerdictCache&) = delete;
 
   struct Table;
-  // Exclusive use of one shape's table for the length of one engine call.
+  // Exclusive use of one shape's table for the length of one engine call, or (when another call
+  // holds it) a bypass: get() finds nothing, put() keeps nothing.
   class Lease {
    public:
     // The value stored for this node at its current generation, if any.
     bool get(const model::Node& node, double* value);
     void put(const model::Node& node, double value);
+    bool bypassed() const { return !lock_.owns_lock(); }
 
     Lease(Lease&&) = default;
     Lease& operator=(Lease&&) = delete;
@@ -65,7 +70,8 @@ class VerdictCache {
   };
 
   // The table for `req` under `profile` (null: filter verdicts, which no profile affects),
-  // created empty if new. `slots` is Cluster::slot_count().
+  // created empty if new; a bypass if another call holds it. Never waits for another call's
+  // loop. `slots` is Cluster::slot_count().
   Lease lease(const model::GpuRequest& req, const Profile* profile, std::size_t slots);
 
   // Drops every table. REQUIRES: no Lease alive (the Scheduler calls it under its write lock
@@ -78,6 +84,8 @@ class VerdictCache {
 
   std::uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
   std::uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
+  // Leases that found their table in use and computed without it.
+  std::uint64_t bypasses() const { return bypasses_.load(std::memory_order_relaxed); }
 
  private:
   const std::size_t max_shapes_;
@@ -85,6 +93,7 @@ class VerdictCache {
   std::list<std::shared_ptr<Table>> tables_;  // most recently used first
   std::atomic<std::uint64_t> hits_{0};
   std::atomic<std::uint64_t> misses_{0};
+  std::atomic<std::uint64_t> bypasses_{0};
 };
 
 }  // namespace gapless::placement

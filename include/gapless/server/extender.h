@@ -55,8 +55,12 @@ class Extender {
   // The same for a body held in a std::string: one with 64 bytes of capacity spare behind it
   // (the HTTP server reserves them) is parsed in place instead of copied first (megabytes in
   // full-node mode).
-  std::string filter(const std::string& body);
-  std::string prioritize(const std::string& body);
+  // `answer_limit` (--max-answer-bytes): an answer that would be larger is not built; an Error
+  // says so instead (filter: once the nodes are judged, before the answer is written;
+  // prioritize: before any node is scored).
+  std::string filter(const std::string& body, std::size_t answer_limit = kNoAnswerLimit);
+  std::string prioritize(const std::string& body, std::size_t answer_limit = kNoAnswerLimit);
+  static constexpr std::size_t kNoAnswerLimit = static_cast<std::size_t>(-1);
   // Bind, answered through `done`, called exactly once: at once, or later from another thread
   // when the pod had to wait for the pairing gate (docs/node-pairing.md): with pairing on, a
   // bind whose pod asks the same (device resource, count) as a pod on that node that is not yet
@@ -152,8 +156,10 @@ class Extender {
       "gapless is still loading the cluster (first full lists of nodes, pods, namespaces and "
       "PodDisruptionBudgets); retry shortly";
   // The verbs; `readable`: bytes readable at body.data() (0: only the body).
-  std::string filter_body(std::string_view body, std::size_t readable);
-  std::string prioritize_body(std::string_view body, std::size_t readable);
+  std::string filter_body(std::string_view body, std::size_t readable,
+                          std::size_t answer_limit = kNoAnswerLimit);
+  std::string prioritize_body(std::string_view body, std::size_t readable,
+                              std::size_t answer_limit = kNoAnswerLimit);
   // A waiting pod not filtered for this long is forgotten (placement::Scheduler::wait).
   static constexpr double kWaitingTtlSeconds = 600;
   // After filter: expires waiting pods gone unseen, and records the pod as waiting when no node

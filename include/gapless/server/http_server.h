@@ -37,6 +37,11 @@ inline std::size_t default_workers() {
 }
 
 struct HttpOptions {
+  // Who a listener serves. kAll: every route (--listen). kProbes: the kubelet and Prometheus
+  // (--probe-listen): only GET /healthz, /readyz, /version and /metrics; anything else is 404,
+  // never a verb, /debug/* or /ui/*.
+  enum class Audience { kAll, kProbes };
+  Audience audience = Audience::kAll;
   std::string url_prefix;                         // "" or "/gpu"; trailing '/' ignored
   std::size_t max_body_bytes = 16 * 1024 * 1024;  // full-mode NodeLists reach several MB
   std::function<bool()> ready;                    // /readyz; null = always ready
@@ -111,8 +116,15 @@ class HttpServer {
   // cannot be served (e.g. "--tls-cert /etc/x.pem: cannot read: No such file or directory")
   // or the port cannot be bound.
   Result<int> bind(const std::string& host, int port);
-  // Runs the event loop until stop() is called and the requests being handled are answered;
-  // returns at once if stop() came first. REQUIRES: bind() succeeded.
+  // Binds a second listener for the kubelet and Prometheus (--probe-listen): plain HTTP (even
+  // when bind()'s is HTTPS), the probe routes only (HttpOptions::Audience::kProbes), with its own
+  // event loop (a thread serve() runs), its own connection slots (the same limits as bind()'s,
+  // counted apart) and its own threads: a flood of connections or TLS handshakes on the main
+  // listener cannot keep probes here waiting. Returns the bound port. REQUIRES: before serve().
+  Result<int> bind_probes(const std::string& host, int port);
+  // Runs the event loop until stop() is called and the requests being handled are answered
+  // (and the probe listener's, on a thread of its own, when bound); returns at once if stop()
+  // came first. REQUIRES: bind() succeeded.
   void serve();
   // Safe from any thread, also before serve() starts or after it returned. Requests already
   // being handled finish and are answered; connections still waiting for a worker are closed
@@ -126,9 +138,12 @@ class HttpServer {
   std::size_t busy_workers() const;
 
  private:
+  Extender& extender_;
   HttpOptions options_;
-  Status setup_;  // why the options cannot be served, if they cannot
+  HttpOptions probe_options_;  // options_ for the probe listener (bind_probes)
+  Status setup_;               // why the options cannot be served, if they cannot
   std::unique_ptr<ServerCore> core_;
+  std::unique_ptr<ServerCore> probe_core_;  // null unless bind_probes() succeeded
   std::atomic<bool> stop_requested_{false};
 };
 

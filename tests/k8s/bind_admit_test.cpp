@@ -1,0 +1,93 @@
+// KubeBinder::admit on its own against the fake API server, without informers (the node is read
+// per bind): the cases the end-to-end attack test (tests/server/bind_trust_test.cpp) does not
+// reach through the extender.
+#if __has_include("fake_api_server.h")
+#include <catch2/catch.hpp>
+
+#include "fake_api_server.h"
+#include "gapless/k8s/api_client.h"
+#include "gapless/k8s/kube_binder.h"
+#include "k8s_objects.h"
+
+using namespace gapless;
+using nlohmann::json;
+
+namespace {
+
+k8s::BindRequest to(const std::string& name, const std::string& uid, const std::string& node) {
+  return k8s::BindRequest{"ml", name, uid, node, {}};
+}
+
+k8s::ParsedPod filtered(const json& pod) {
+  auto parsed = k8s::parse_pod(pod);
+  REQUIRE(parsed);
+  return *parsed;
+}
+
+}  // namespace
+
+TEST_CASE("admit: the API server's pod, read when no informer is given", "[k8s][bind_trust]") {
+  test::FakeApiServer server;
+  json tainted = k8s::testing::topology_node("n1", 4);
+  tainted["spec"]["taints"] = {{{"key", "gpu"}, {"effect", "NoExecute"}}};
+  server.add_node(tainted);
+  server.add_node(k8s::testing::topology_node("n2", 4));
+  const json elsewhere = k8s::testing::pod_object("elsewhere", "uid-e", "n2");
+  const json here = k8s::testing::pod_object("here", "uid-h", "n1");
+  const json pending = k8s::testing::pod_object("pending", "uid-p", "");
+  server.add_pod(elsewhere);
+  server.add_pod(here);
+  server.add_pod(pending);
+  k8s::ApiClient api(server.client_config());
+  k8s::KubeBinder binder(api);
+
+  SECTION("bound to another node: refused") {
+    auto r = binder.admit(to("elsewhere", "uid-e", "n1"), filtered(elsewhere));
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == "gapless: pod ml/elsewhere is already bound to node n2");
+    CHECK(server.events().size() == 1);
+  }
+  SECTION("already on this node (a retry): admitted, even on a taint added since") {
+    auto r = binder.admit(to("here", "uid-h", "n1"), filtered(here));
+    REQUIRE(r);
+    CHECK(r->info.node == "n1");
+    CHECK(server.events().empty());
+  }
+  SECTION("the node's taints are read from the API server") {
+    auto r = binder.admit(to("pending", "uid-p", "n1"), filtered(pending));
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == "gapless: pod ml/pending does not tolerate taint gpu:NoExecute of node n1");
+    CHECK(binder.admit(to("pending", "uid-p", "n2"), filtered(pending)));
+  }
+  SECTION("a node that does not exist") {
+    auto r = binder.admit(to("pending", "uid-p", "n9"), filtered(pending));
+    REQUIRE_FALSE(r);
+    CHECK(r.error() ==
+          "gapless: pod ml/pending cannot be checked against node n9: the API server has no such "
+          "node");
+  }
+  SECTION("a pod that does not exist: refused, no Event") {
+    auto r = binder.admit(to("ghost", "uid-g", "n2"), filtered(pending));
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == "gapless: pod ml/ghost does not exist in the API server");
+    CHECK(server.events().empty());
+  }
+  SECTION("the API server unreachable: refused, retried by kube-scheduler") {
+    server.fail_next("GET", "/api/v1/namespaces/ml/pods/pending", 1, 503, "overloaded");
+    auto r = binder.admit(to("pending", "uid-p", "n2"), filtered(pending));
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error(), Catch::Contains("overloaded") && Catch::EndsWith("will retry the pod"));
+  }
+  SECTION("the node informer's facts, when given, are used without a read") {
+    k8s::NodeFactsStore store;
+    json untainted = tainted;
+    untainted["spec"].erase("taints");
+    store.replace({untainted});  // what the informer saw last
+    binder.set_node_facts(&store);
+    server.clear_log();
+    CHECK(binder.admit(to("pending", "uid-p", "n1"), filtered(pending)));
+    CHECK(server.count_requests("GET", "/api/v1/nodes") == 0);
+    CHECK(server.count_requests("GET", "/api/v1/namespaces/ml/pods/pending") == 1);
+  }
+}
+#endif
