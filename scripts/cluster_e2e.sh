@@ -151,10 +151,8 @@ podman cp "$cid:/usr/local/bin/kubectl-gapless" "$cache/bin/" || say "no kubectl
 podman rm "$cid" >/dev/null
 export PATH="$cache/bin:$PATH"
 gbuild="$repo/build"
-if [[ ! -f $gbuild/fake_nvml/libnvidia-ml.so.1 ]]; then
-  cmake -S "$repo" -B "$gbuild" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$gbuild" -j2 --target fake_nvml >/dev/null
-fi
+[[ -f $gbuild/CMakeCache.txt ]] || cmake -S "$repo" -B "$gbuild" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$gbuild" -j2 --target fake_nvml >/dev/null  # the fake NVML of this checkout
 say "images ready after $(elapsed "$t_start") s (Dockerfile build: ${image_build_s:-cached} s)"
 [[ -z ${IMAGES_ONLY:-} ]] || exit 0
 
