@@ -258,6 +258,26 @@ def double_booked():
     return {k: v for k, v in users.items() if len(v) > 1 and any(w for _, w in v)}
 
 
+def bound(name, timeout):
+    """The pod once kube-scheduler has bound it (spec.nodeName), or None after timeout."""
+    return wait(lambda: (lambda x: x if x["spec"].get("nodeName") else None)(
+        get("pod", "-n", TEST_NS, name)), timeout, 0.2)
+
+
+def bound_then_env(name, p, seconds, label, since):
+    if result(bool(p), label, f"on {p['spec']['nodeName']} {seconds:.1f} s after {since}" if p
+              else f"{name} not bound"):
+        if wait(lambda: running([name]), 120):
+            check_env(get("pod", "-n", TEST_NS, name))
+
+
+def check_no_double_booking(label):
+    twice = double_booked()
+    result(not twice, f"no GPU double-booked {label}",
+           "every whole GPU in one live container" if not twice else json.dumps(
+               {f"{k[0]}/{k[1]}": v for k, v in twice.items()}))
+
+
 # ---- leader failover -----------------------------------------------------------------------------
 def check_failover(pods, logdir):
     leader = lease_holder(pods)
@@ -280,18 +300,10 @@ def check_failover(pods, logdir):
         return
     result(h.startswith(standby + "_"), "failover: the lease went to the warm standby",
            f"standby {standby}, holder {h.split('_')[0]}")
-    p = wait(lambda: (lambda x: x if x["spec"].get("nodeName") else None)(
-        get("pod", "-n", TEST_NS, "after-failover")), 120, 0.2)
-    t_bind = time.time() - t0
-    if result(bool(p), "failover: the next GPU pod is bound",
-              f"on {p['spec']['nodeName']} {t_bind:.1f} s after the leader's deletion" if p else
-              "not bound in 120 s"):
-        if wait(lambda: running(["after-failover"]), 120):
-            check_env(get("pod", "-n", TEST_NS, "after-failover"))
-    twice = double_booked()
-    result(not twice, "no GPU double-booked across the hand-over",
-           "every whole GPU in one live container" if not twice else json.dumps(
-               {f"{k[0]}/{k[1]}": v for k, v in twice.items()}))
+    p = bound("after-failover", 120)
+    bound_then_env("after-failover", p, time.time() - t0, "failover: the next GPU pod is bound",
+                   "the leader's deletion")
+    check_no_double_booking("across the hand-over")
 
 
 def check_extender_restart():
@@ -305,8 +317,8 @@ def check_extender_restart():
     kubectl("exec", "-n", SYS, leader, "-c", "gapless-extender", "--", "bash", "-c", "kill -TERM 1")
     t0 = time.time()
     create([gpu_pod("after-restart", {"nvidia.com/gpu": "1"})])
-    p = wait(lambda: (lambda x: x if x["spec"].get("nodeName") else None)(
-        get("pod", "-n", TEST_NS, "after-restart")), 180, 0.5)
+    p = bound("after-restart", 180)
+    t_bind = time.time() - t0
     holder = lease_holder(sched_pods())
     wait(lambda: restarts(get("pod", "-n", SYS, leader)) > r0, 30)
     evs = [e for e in get("events", "-n", TEST_NS)["items"]
@@ -314,14 +326,9 @@ def check_extender_restart():
     info("extender restart in the leader", f"{leader}: restarts {r0} -> "
          f"{restarts(get('pod', '-n', SYS, leader))}, lease holder now {holder}, "
          f"{len(evs)} FailedScheduling events" + (f", e.g. {evs[0]['message'][:200]}" if evs else ""))
-    if result(bool(p), "extender restart: the next GPU pod is bound",
-              f"{time.time() - t0:.1f} s after the extender was stopped" if p else "not bound in 180 s"):
-        if wait(lambda: running(["after-restart"]), 120):
-            check_env(get("pod", "-n", TEST_NS, "after-restart"))
-    twice = double_booked()
-    result(not twice, "no GPU double-booked after the extender restart",
-           "every whole GPU in one live container" if not twice else json.dumps(
-               {f"{k[0]}/{k[1]}": v for k, v in twice.items()}))
+    bound_then_env("after-restart", p, t_bind, "extender restart: the next GPU pod is bound",
+                   "the extender was stopped")
+    check_no_double_booking("after the extender restart")
 
 
 def check_drift():
