@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Every pod template in manifests/ is admitted by its namespace's Pod Security level.
+"""Every pod template in manifests/ is admitted by its namespace's Pod Security level, and the
+local end-to-end check's overlay (tests/e2e/overlay) changes nothing users would not have.
 
 Issue 37: installed by hand, the agent DaemonSet was refused by PodSecurity admission (hostPath
 volumes and root in a namespace enforcing "restricted"); `kubectl apply -k` said "created" and no
@@ -77,18 +78,46 @@ def checker_cases():
     check(pss.violations(RESTRICTED_POD, {}, "strict") != [], "an unknown level is an error")
 
 
-def render(root):
+def render(root, folder):
     kubectl = shutil.which("kubectl")
     if kubectl is None:
-        print("SKIP: kubectl not found; manifests/ not rendered", file=sys.stderr)
+        print(f"SKIP: kubectl not found; {folder} not rendered", file=sys.stderr)
         sys.exit(77 if not errors else 1)
-    out = subprocess.run([kubectl, "kustomize", os.path.join(root, "manifests")],
+    out = subprocess.run([kubectl, "kustomize", os.path.join(root, folder)],
                          capture_output=True, text=True)
     if out.returncode != 0:
         print(out.stderr, file=sys.stderr)
-        check(False, "kubectl kustomize manifests/")
+        check(False, f"kubectl kustomize {folder}")
         return []
     return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+def without_overlay_changes(doc):
+    """The object with what tests/e2e/overlay may change taken out: image names and tags, pull
+    policies, and the fake NVML's volume, mounts and variable (docs/cluster-e2e.md)."""
+    doc = copy.deepcopy(doc)
+    spec = doc.get("spec", {}).get("template", {}).get("spec")
+    if spec is None:
+        return doc
+    spec["volumes"] = [v for v in spec.get("volumes", []) if v.get("name") != "fake-nvml"]
+    for c in spec.get("containers", []):
+        c.pop("image", None)
+        c.pop("imagePullPolicy", None)
+        c["volumeMounts"] = [m for m in c.get("volumeMounts", []) if m.get("name") != "fake-nvml"]
+        c["env"] = [e for e in c.get("env", []) if e.get("name") != "GAPLESS_FAKE_NVML_CONFIG"]
+    return doc
+
+
+def overlay_cases(base, overlay):
+    """scripts/cluster_e2e.sh applies manifests/ through tests/e2e/overlay: what it verifies is
+    what users apply only if the overlay changes nothing else (RBAC, flags, probes, security
+    contexts, namespaces)."""
+    key = lambda d: (d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])
+    base_by, overlay_by = {key(d): d for d in base}, {key(d): d for d in overlay}
+    check(sorted(base_by) == sorted(overlay_by), "the e2e overlay holds the same objects as manifests/")
+    for k in sorted(set(base_by) & set(overlay_by)):
+        check(without_overlay_changes(base_by[k]) == without_overlay_changes(overlay_by[k]),
+              f"the e2e overlay changes only images, pull policy and the fake NVML in {' '.join(k)}")
 
 
 def manifests_cases(docs):
@@ -114,7 +143,9 @@ def manifests_cases(docs):
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../..")
     checker_cases()
-    manifests_cases(render(root))
+    base = render(root, "manifests")
+    manifests_cases(base)
+    overlay_cases(base, render(root, "tests/e2e/overlay"))
     print("pod security: " + ("FAILED" if errors else "all checks passed"))
     return 1 if errors else 0
 
