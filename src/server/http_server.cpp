@@ -33,7 +33,6 @@ door::DoorOptions probe_listener_options(door::DoorOptions o) {
 HttpServer::HttpServer(Extender& extender, HttpOptions options)
     : extender_(extender), options_(std::move(options)) {
   options_.url_prefix = normalize_prefix(options_.url_prefix);
-  options_.workers = std::max<std::size_t>(options_.workers, 1);
   routes_ = std::make_unique<Routes>(extender_, options_);
   door_ = std::make_unique<door::Door>(*routes_, options_);
 }

@@ -54,9 +54,7 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds host:port; port 0 picks a free port. Returns the bound port, or why the options
-  // cannot be served (e.g. "--tls-cert /etc/x.pem: cannot read: No such file or directory")
-  // or the port cannot be bound.
+  // door::Door::bind: the bound port, or why the options or the port cannot be served.
   Result<int> bind(const std::string& host, int port);
   // Binds a second listener for the kubelet and Prometheus (--probe-listen): plain HTTP (even
   // when bind()'s is HTTPS), the probe routes only (door::ProbeRoutes), with its own
@@ -68,14 +66,11 @@ class HttpServer {
   // (and the probe listener's, on a thread of its own, when bound); returns at once if stop()
   // came first. REQUIRES: bind() succeeded.
   void serve();
-  // Safe from any thread, also before serve() starts or after it returned. Requests already
-  // being handled finish and are answered; connections still waiting for a worker are closed
-  // unanswered, idle ones at once.
+  // door::Door::stop, for both listeners.
   void stop();
 
   bool tls() const { return !options_.tls_cert_file.empty(); }
-  // The pool's state, for tests and diagnostics: requests waiting for a worker, and workers
-  // answering one.
+  // The main listener's pool (door::Door), for tests and diagnostics.
   std::size_t queued_connections() const;
   std::size_t busy_workers() const;
 
