@@ -19,8 +19,16 @@ latency, sequential, one kept connection each), then again while each attack run
 and prints filter p50/p99 and /healthz p99/max per phase, peak RSS (VmHWM) and RSS one minute
 after the last attack.
 
+With --agent, the binary is gapless-agent (no cluster: an unreachable API server, no NVML) and
+only its status server is attacked (issue 38), /healthz alone measured:
+
+  idle-slowloris 200 idle connections and 200 sending a head one byte per second, each reopened
+                 when cut, from 16 loopback addresses (127.0.0.2-17; the kubelet is another peer)
+  big-heads-8m   4 connections sending 8 MB heads in a loop
+
 Usage: scripts/attack_probe.py build/gapless-extender [--tls] [--workers 4] [--seconds 10]
                                [--only PHASE[,PHASE...]] [--after 60]
+       scripts/attack_probe.py build/gapless-agent --agent [--seconds 10] [--after 10]
 Only the Python standard library (and the openssl command for --tls).
 """
 import argparse
@@ -65,8 +73,9 @@ class Target:
             self.ctx.check_hostname = False
             self.ctx.verify_mode = ssl.CERT_NONE
 
-    def connect(self, timeout=30):
-        s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+    def connect(self, timeout=30, source=None):
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout,
+                                     source_address=(source, 0) if source else None)
         return self.ctx.wrap_socket(s) if self.tls else s
 
 
@@ -92,18 +101,24 @@ def read_answer(s):
     return head.split(b" ")[1], body
 
 
-def timed_calls(target, seconds, request):
-    """Latencies (ms) of `request` repeated on one kept connection for `seconds`."""
+def timed_calls(target, seconds, request, fresh=False):
+    """Latencies (ms) of `request` repeated on one kept connection for `seconds` (fresh: a new
+    connection for each, as the kubelet probes; the connect is timed too)."""
     out, end = [], time.time() + seconds
     s = None
     while time.time() < end:
         try:
+            t0 = time.perf_counter()
             if s is None:
                 s = target.connect()
-            t0 = time.perf_counter()
+                if not fresh:
+                    t0 = time.perf_counter()
             s.sendall(request)
             read_answer(s)
             out.append((time.perf_counter() - t0) * 1000)
+            if fresh:
+                s.close()
+                s = None
         except (OSError, ConnectionError):
             out.append(float("inf"))
             s = None
@@ -208,6 +223,46 @@ def flood(attack, target, n):
         s.close()
 
 
+def hold_idle(attack, target, source):
+    """One connection that never sends a byte, reopened when the server closes it."""
+    while not attack.stop.is_set():
+        try:
+            s = target.connect(source=source)
+            s.settimeout(1)
+            while not attack.stop.is_set():
+                try:
+                    if not s.recv(100):
+                        break  # closed by the server
+                except socket.timeout:
+                    pass
+            s.close()
+        except OSError:
+            attack.stop.wait(0.1)
+
+
+def agent_phases(target):
+    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 1000
+    peer = [f"127.0.0.{2 + i % 16}" for i in range(200)]
+
+    def slowloris(attack, source):
+        while not attack.stop.is_set():
+            try:
+                s = target.connect(source=source)
+                for b in head:
+                    if attack.stop.wait(1):
+                        break
+                    s.sendall(bytes([b]))
+                s.close()
+            except OSError:
+                attack.stop.wait(0.1)
+
+    return [
+        ("idle-slowloris", lambda a: [a.spawn(hold_idle, a, target, p) for p in peer]
+         + [a.spawn(slowloris, a, p) for p in peer]),
+        ("big-heads-8m", lambda a: [a.spawn(big_head, a, target, 8 * 1024 * 1024) for _ in range(4)]),
+    ]
+
+
 def phases(target, workers, max_connections):
     pod = json.loads(FILTER)["Pod"]
     explain60k = json.dumps({"Pod": pod, "NodeNames": [f"unknown-{i}" for i in range(60000)]}).encode()
@@ -232,7 +287,8 @@ def phases(target, workers, max_connections):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("extender")
+    ap.add_argument("extender", help="gapless-extender, or gapless-agent with --agent")
+    ap.add_argument("--agent", action="store_true", help="attack gapless-agent's status server")
     ap.add_argument("--tls", action="store_true")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--max-connections", type=int, default=1024)
@@ -244,7 +300,14 @@ def main():
     cmd = [args.extender, "--listen", f"127.0.0.1:{port}", "--workers", str(args.workers),
            "--max-connections", str(args.max_connections)]
     tmp = tempfile.mkdtemp()
-    if args.tls:
+    if args.agent:
+        with open(f"{tmp}/kubeconfig", "w") as f:  # nothing listens there: publishing fails
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n"
+                    "  cluster: {server: 'http://127.0.0.1:9'}\ncontexts:\n- name: c\n"
+                    "  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n")
+        cmd = [args.extender, "--listen", f"127.0.0.1:{port}", "--kubeconfig", f"{tmp}/kubeconfig",
+               "--node-name", "probe-node", "--nvml-library", f"{tmp}/no-nvml.so", "--no-usage"]
+    elif args.tls:
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
                         "-subj", "/CN=127.0.0.1", "-keyout", f"{tmp}/k.pem", "-out", f"{tmp}/c.pem"],
                        check=True, capture_output=True)
@@ -261,6 +324,12 @@ def main():
     health_req = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
 
     def measure(name):
+        if args.agent:
+            h = timed_calls(target, args.seconds, health_req, fresh=True)
+            m = rss(proc.pid)
+            print(f"{name:15s} healthz n={len(h):5d} p50={pct(h, .5):8.2f} p99={pct(h, .99):8.2f} "
+                  f"max={max(h):8.2f} ms  RSS={m['VmRSS']} MiB peak={m['VmHWM']} MiB", flush=True)
+            return
         res = {}
         t = threading.Thread(target=lambda: res.setdefault("h", timed_calls(target, args.seconds, health_req)))
         t.start()
@@ -275,7 +344,9 @@ def main():
     try:
         measure("unloaded")
         only = set(filter(None, args.only.split(",")))
-        for name, start in phases(target, args.workers, args.max_connections):
+        all_phases = (agent_phases(target) if args.agent
+                      else phases(target, args.workers, args.max_connections))
+        for name, start in all_phases:
             if only and name not in only:
                 continue
             attack = Attack()

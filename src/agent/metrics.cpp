@@ -52,7 +52,18 @@ AgentMetrics::AgentMetrics()
                         .Help("Drift checks that could not read the kubelet's PodResources or "
                               "the node's pods.")
                         .Register(*registry_)
-                        .Add({})) {}
+                        .Add({})),
+      overloads_(prometheus::BuildCounter()
+                     .Name("gapless_agent_http_overload_total")
+                     .Help("Status server requests answered 503 at once because their lane "
+                           "(the probe thread or the worker) and its queue were full.")
+                     .Register(*registry_)),
+      connections_cut_(prometheus::BuildCounter()
+                           .Name("gapless_agent_http_connections_cut_total")
+                           .Help("Status server connections refused or closed before a request "
+                                 "was served: over the connection limits, or a request not "
+                                 "complete in time.")
+                           .Register(*registry_)) {}
 
 void AgentMetrics::set_gpus(int total, int unhealthy) {
   gpus_.Set(total);
@@ -93,6 +104,14 @@ std::string AgentMetrics::serialize() const {
     for (auto& f : extra_->Collect()) families.push_back(std::move(f));
   }
   return prometheus::TextSerializer().Serialize(families);
+}
+
+void AgentMetrics::count_overload(const std::string& route) {
+  overloads_.Add({{"route", route}}).Increment();
+}
+
+void AgentMetrics::count_connection_cut(const std::string& reason) {
+  connections_cut_.Add({{"reason", reason}}).Increment();
 }
 
 }  // namespace gapless::agent

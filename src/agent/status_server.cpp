@@ -1,20 +1,41 @@
 #include "gapless/agent/status_server.h"
 
-#include <httplib.h>
-
 #include <charconv>
+#include <chrono>
+#include <utility>
 
 namespace gapless::agent {
 
-StatusServer::StatusServer(const AgentMetrics& metrics)
-    : metrics_(metrics), http_(std::make_unique<httplib::Server>()) {
-  http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
-  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_.serialize(), "text/plain; version=0.0.4");
-  });
+door::DoorOptions StatusServer::default_options() {
+  door::DoorOptions o;
+  o.workers = 1;
+  o.max_queue = door::Door::kProbeQueue;
+  o.max_body_bytes = 64 * 1024;    // no route takes one
+  o.max_header_bytes = 16 * 1024;  // the kubelet's and Prometheus's heads are far below 1 KiB
+  // A kept connection idle for 10 s or a request not whole in 5 s gives its slot back: the
+  // kubelet opens a new connection per probe, Prometheus reconnects.
+  o.read_timeout = std::chrono::seconds(10);
+  o.request_timeout = std::chrono::seconds(5);
+  o.write_timeout = std::chrono::seconds(10);
+  // One client (a pod) holds at most 64 connections; the kubelet probes from the node's address.
+  o.max_connections = 1024;
+  o.max_connections_per_peer = 64;
+  return o;
 }
+
+namespace {
+
+door::DoorOptions counted_by(door::DoorOptions options, AgentMetrics& metrics) {
+  options.metrics = &metrics;
+  return options;
+}
+
+}  // namespace
+
+StatusServer::StatusServer(AgentMetrics& metrics, door::DoorOptions options)
+    : routes_(
+          "gapless-agent", [&metrics] { return metrics.serialize(); }, nullptr, &metrics),
+      door_(routes_, counted_by(std::move(options), metrics)) {}
 
 StatusServer::~StatusServer() {
   stop();
@@ -35,16 +56,16 @@ Status StatusServer::start(const std::string& listen) {
   std::string host = listen.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']')
     host = host.substr(1, host.size() - 2);
-  port_ = port == 0 ? http_->bind_to_any_port(host) : (http_->bind_to_port(host, port) ? port : -1);
-  if (port_ <= 0) return Error{"cannot listen on " + listen};
-  thread_ = std::thread([this] { http_->listen_after_bind(); });
+  Result<int> bound = door_.bind(host, port);
+  if (!bound) return Error{bound.error()};
+  port_ = *bound;
+  thread_ = std::thread([this] { door_.run(); });
   return Status::Ok();
 }
 
 void StatusServer::stop() {
-  if (!thread_.joinable()) return;
-  http_->stop();
-  thread_.join();
+  door_.stop();
+  if (thread_.joinable()) thread_.join();
 }
 
 }  // namespace gapless::agent

@@ -8,7 +8,6 @@
 
 #include "gapless/k8s/json_fields.h"
 #include "gapless/model/ascii.h"
-#include "http_exchange.h"
 
 // read_body leaves this much room behind a body so it is parsed where it lies (else copied).
 static_assert(gapless::server::kParsePadding >= simdjson::SIMDJSON_PADDING,

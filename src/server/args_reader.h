@@ -18,6 +18,13 @@
 #include <string_view>
 #include <vector>
 
+namespace gapless::server {
+// Capacity left spare behind a request body before a verb parses it: simdjson's padding
+// (SIMDJSON_PADDING, checked where it is used), so the verbs' JSON reader parses the body where
+// it lies.
+inline constexpr std::size_t kParsePadding = 64;
+}  // namespace gapless::server
+
 namespace gapless::server::wire {
 
 struct ReadArgs {

@@ -11,13 +11,13 @@
 
 #include "args_reader.h"
 #include "explain_json.h"
+#include "gapless/door/worker_pool.h"
 #include "gapless/k8s/allocation_record.h"
 #include "gapless/k8s/pod_request.h"
 #include "gapless/placement/engine.h"
 #include "gapless/server/log.h"
 #include "pairing_nodes.h"
 #include "wire.h"
-#include "worker_pool.h"
 
 namespace gapless::server {
 
@@ -385,7 +385,7 @@ std::string Extender::bind(std::string_view body) {
 }
 
 void Extender::enable_bind_threads(std::size_t threads, std::size_t max_queue) {
-  bind_threads_ = std::make_unique<WorkerPool>(std::max<std::size_t>(threads, 1), max_queue);
+  bind_threads_ = std::make_unique<door::WorkerPool>(std::max<std::size_t>(threads, 1), max_queue);
 }
 
 void Extender::stop_binds() {

@@ -11,7 +11,8 @@
 namespace gapless::server {
 namespace {
 
-constexpr const char* kJson = "application/json";
+using door::json_answer;
+
 // The verbs' answers. (cpp-httplib gzipped exact "application/json" answers when kube-scheduler
 // asked for it; the charset parameter kept that off and is kept so the wire stays the same.)
 constexpr const char* kVerbJson = "application/json; charset=utf-8";
@@ -35,40 +36,19 @@ const std::array<Verb, 3> kSyncVerbs = {
       [](Extender& e, const std::string& b, std::size_t limit) { return e.prioritize(b, limit); }},
      {"preempt", [](Extender& e, const std::string& b, std::size_t) { return e.preempt(b); }}}};
 
-Answer json_answer(int status, std::string body, bool close = false) {
-  Answer a;
-  a.status = status;
-  a.content_type = kJson;
-  a.body = std::move(body);
-  a.close = close;
-  return a;
-}
-
-Answer text_answer(int status, const char* text) {
-  Answer a;
-  a.status = status;
-  a.content_type = "text/plain";
-  a.body = text;
-  return a;
-}
-
 }  // namespace
 
-std::string error_json(const std::string& message) {
-  return nlohmann::json{{"Error", message}}.dump(-1, ' ', false,
-                                                 nlohmann::json::error_handler_t::replace);
-}
-
 Routes::Routes(Extender& extender, const HttpOptions& options)
-    : extender_(extender), options_(options), body_budget_(options.max_body_bytes) {}
+    : extender_(extender),
+      options_(options),
+      probes_(
+          "gapless-extender", [&extender] { return extender.metrics_text(); }, options.ready,
+          options.metrics),
+      body_budget_(options.max_body_bytes) {}
 
 Route Routes::find(const std::string& method, const std::string& path) const {
-  Route r;
-  if (options_.audience == HttpOptions::Audience::kProbes &&
-      (method != "GET" ||
-       (path != "/healthz" && path != "/readyz" && path != "/version" && path != "/metrics"))) {
-    return r;  // the probe listener: 404 for the verbs, /debug/*, /ui/* and anything else
-  }
+  Route r = probes_.find(method, path);
+  if (r.lane != Route::Lane::kNone) return r;
   if (method == "POST") {
     for (const char* v : {"filter", "prioritize", "bind", "preempt"}) {
       if (path == options_.url_prefix + "/" + v) {
@@ -79,9 +59,6 @@ Route Routes::find(const std::string& method, const std::string& path) const {
     return r;
   }
   if (method != "GET") return r;
-  if (path == "/healthz" || path == "/readyz") r = {Route::Lane::kLoop, path, false, false, false};
-  if (path == "/metrics") r = {Route::Lane::kProbe, path, false, false, false};
-  if (path == "/version") r = {Route::Lane::kWorker, path, false, false, false};
   if (path == "/debug/state") r = {Route::Lane::kDebug, path, false, false, false};
   // The GPU map (ui_routes.h, docs/gpu-map.md): its routes are one transport-free function.
   if (is_ui_path(path)) r = {Route::Lane::kDebug, "ui", false, false, false};
@@ -89,10 +66,7 @@ Route Routes::find(const std::string& method, const std::string& path) const {
 }
 
 Answer Routes::answer_now(const Route& route) const {
-  if (route.name == "/readyz" && options_.ready && !options_.ready()) {
-    return text_answer(503, "not ready\n");
-  }
-  return text_answer(200, "ok\n");
+  return probes_.answer_now(route);
 }
 
 std::string Routes::too_large_message() const {
@@ -141,11 +115,8 @@ Answer Routes::verb_answer(const std::string& route, std::string json) const {
 void Routes::handle(const Route& route, Request request, Reply reply) {
   if (options_.before_handler) options_.before_handler(request.path);
   if (!route.verb) {
-    if (route.name == "/metrics") {
-      Answer a = text_answer(200, "");
-      a.content_type = "text/plain; version=0.0.4";
-      a.body = extender_.metrics_text();
-      return reply(std::move(a));
+    if (route.name == "/metrics" || route.name == "/version") {
+      return probes_.handle(route, std::move(request), std::move(reply));
     }
     if (route.name == "ui") {
       UiAnswer ui = ui_answer(extender_, request.path);
@@ -154,10 +125,6 @@ void Routes::handle(const Route& route, Request request, Reply reply) {
       if (!ui.location.empty()) a.headers.emplace_back("Location", ui.location);
       a.headers.emplace_back("Cache-Control", "no-store");
       return reply(std::move(a));
-    }
-    if (route.name == "/version") {
-      return reply(json_answer(
-          200, nlohmann::json{{"name", "gapless-extender"}, {"version", GAPLESS_VERSION}}.dump()));
     }
     return reply(json_answer(200, extender_.debug_state()));  // /debug/state
   }

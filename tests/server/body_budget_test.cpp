@@ -1,5 +1,5 @@
-// The large-body budget (src/server/body_budget.h, issue 17 "RSS bound"): bodies over 256 KiB
-// are parsed at most 2 x --max-body-bytes at a time whatever --workers is, a request that
+// The large-body budget (include/gapless/door/body_budget.h, issue 17 "RSS bound"): bodies over 256
+// KiB are parsed at most 2 x --max-body-bytes at a time whatever --workers is, a request that
 // cannot get its share within --request-timeout is answered "overloaded" unparsed, and small
 // bodies never wait for it.
 #include <catch2/catch.hpp>
@@ -11,8 +11,8 @@
 
 #include <vector>
 
-#include "../../src/server/body_budget.h"  // private to the server: tested directly
 #include "eventually.h"
+#include "gapless/door/body_budget.h"
 #include "gate.h"
 #include "live_server.h"
 
@@ -83,7 +83,7 @@ TEST_CASE("large bodies wait for the body budget; small ones and probes do not",
 TEST_CASE("a lease trims at once only past the budget's growth, else the idle trimmer does",
           "[server][limits][budget]") {
   SECTION("grown past the capacity while the lease was held: trimmed as it ends") {
-    server::BodyBudget budget(1024 * 1024, std::chrono::hours(1));  // capacity 2 MiB
+    door::BodyBudget budget(1024 * 1024, std::chrono::hours(1));    // capacity 2 MiB
     std::vector<char> parse(64 * 1024 * 1024);                      // outlives the lease
     {
       const auto lease = budget.acquire(512 * 1024, 0s);
@@ -94,7 +94,7 @@ TEST_CASE("a lease trims at once only past the budget's growth, else the idle tr
     CHECK(budget.trims().when_idle == 0);
   }
   SECTION("within the capacity: left to the trimmer, which trims once idle") {
-    server::BodyBudget budget(256 * 1024 * 1024, 20ms);  // capacity 512 MiB
+    door::BodyBudget budget(256 * 1024 * 1024, 20ms);  // capacity 512 MiB
     {
       const auto lease = budget.acquire(512 * 1024, 0s);
       REQUIRE(lease.granted());
@@ -103,7 +103,7 @@ TEST_CASE("a lease trims at once only past the budget's growth, else the idle tr
     CHECK(eventually([&] { return budget.trims().when_idle == 1; }));
   }
   SECTION("small bodies never leave anything to trim") {
-    server::BodyBudget budget(1024 * 1024, 0ms);
+    door::BodyBudget budget(1024 * 1024, 0ms);
     { const auto lease = budget.acquire(1024, 0s); }
     { const auto lease = budget.acquire(512 * 1024, 0s); }
     CHECK(eventually([&] { return budget.trims().when_idle == 1; }));
@@ -112,7 +112,7 @@ TEST_CASE("a lease trims at once only past the budget's growth, else the idle tr
     CHECK(budget.trims().when_idle == 1);
   }
   SECTION("a large request freed after its lease (its answer written) is trimmed once idle") {
-    server::BodyBudget budget(256 * 1024 * 1024, 20ms);
+    door::BodyBudget budget(256 * 1024 * 1024, 20ms);
     { const auto lease = budget.acquire(512 * 1024, 0s); }
     CHECK(eventually([&] { return budget.trims().when_idle == 1; }));
     budget.note_freed();  // what a connection says once a large answer has been written

@@ -1,4 +1,4 @@
-// The plain-HTTP front (src/server/http_session.h, issue 17 finding 1): idle connections hold
+// The plain-HTTP front (src/door/http_session.h, issue 17 finding 1): idle connections hold
 // no worker, a request must be complete within --request-timeout however slowly it trickles in,
 // and connections are bounded per peer address and in total, refused at once by the accept
 // thread. Bounds in these tests are the tests' own, far above the behavior under test.

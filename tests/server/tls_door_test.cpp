@@ -1,4 +1,4 @@
-// HTTPS through the front (src/server/http_session.h, issue 17 finding 1 "before and during
+// HTTPS through the front (src/door/http_session.h, issue 17 finding 1 "before and during
 // the TLS handshake"): idle TCP connections and ClientHellos trickling in hold no worker, a
 // handshake must finish within --request-timeout, the connection limits hold, and pipelined
 // requests are answered in order. Before, HTTPS kept cpp-httplib's thread-per-connection model

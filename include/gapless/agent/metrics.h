@@ -11,6 +11,10 @@
 //                                           does not charge for them
 //   gapless_agent_drift_events_total        GaplessDrift Events posted
 //   gapless_agent_drift_check_errors_total  drift checks that could not read the kubelet or API
+//   gapless_agent_http_overload_total{route}          status server requests answered 503 at
+//                                                     once (door.h: its lanes were full)
+//   gapless_agent_http_connections_cut_total{reason}  status server connections refused or cut
+//                                                     (door.h: limits, deadlines)
 // Thread-safe: prometheus-cpp metrics are atomic.
 #pragma once
 
@@ -22,9 +26,11 @@
 #include <memory>
 #include <string>
 
+#include "gapless/door/door.h"
+
 namespace gapless::agent {
 
-class AgentMetrics {
+class AgentMetrics : public door::DoorCounters {
  public:
   AgentMetrics();
   AgentMetrics(const AgentMetrics&) = delete;
@@ -38,6 +44,9 @@ class AgentMetrics {
   void set_drift_fenced_gpus(int gpus);
   void count_drift_event();
   void count_drift_check_error();
+  // What the status server's door refused (door::DoorCounters).
+  void count_overload(const std::string& route) override;
+  void count_connection_cut(const std::string& reason) override;
 
   std::string serialize() const;  // text exposition format
   // Also serve what `extra` collects (usage_report.h); it must outlive this. Set before serving.
@@ -54,6 +63,8 @@ class AgentMetrics {
   prometheus::Gauge& drift_fenced_;
   prometheus::Counter& drift_events_;
   prometheus::Counter& drift_errors_;
+  prometheus::Family<prometheus::Counter>& overloads_;
+  prometheus::Family<prometheus::Counter>& connections_cut_;
   const prometheus::Collectable* extra_ = nullptr;
 };
 

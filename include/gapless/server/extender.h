@@ -35,13 +35,15 @@
 #include "gapless/server/pending_pods.h"
 #include "gapless/server/share_overuse.h"
 
+namespace gapless::door {
+class WorkerPool;  // door/worker_pool.h
+}  // namespace gapless::door
+
 namespace gapless::server {
 
 using k8s::Binder;
 using k8s::BindRequest;
 using k8s::InMemoryBinder;
-
-class WorkerPool;  // server/worker_pool.h
 
 class Extender {
  public:
@@ -194,7 +196,7 @@ class Extender {
   Metrics& metrics_;
   PendingPods pending_;
   // Stopped in ~Extender after the gate, before anything its binds use goes.
-  std::unique_ptr<WorkerPool> bind_threads_;
+  std::unique_ptr<door::WorkerPool> bind_threads_;
   // Last: destroyed first, its parked binds answered while the rest still stands.
   std::unique_ptr<PairingWaits> pairing_;
   ShareOveruseMarks overuse_;  // the GPU map's over-use marks (sync_hooks feeds them)

@@ -18,11 +18,12 @@
 #include <string>
 #include <vector>
 
+#include "gapless/door/door.h"
 #include "gapless/placement/cluster_summary.h"
 
 namespace gapless::server {
 
-class Metrics {
+class Metrics : public door::DoorCounters {
  public:
   Metrics();
   Metrics(const Metrics&) = delete;
@@ -42,9 +43,9 @@ class Metrics {
   void count_reservation_dropped();
   // A request the HTTP server answered without a worker because its queue was full; route:
   // the verb (filter, ...) or the path (/version, ...).
-  void count_overload(const std::string& route);
-  // A connection the HTTP server's door refused or cut (DoorLimits::count_cut's reasons).
-  void count_connection_cut(const std::string& reason);
+  void count_overload(const std::string& route) override;
+  // A connection the HTTP server's door refused or cut (door::DoorCounters' reasons).
+  void count_connection_cut(const std::string& reason) override;
 
   // In one prioritize call: the best node's raw engine score minus the runner-up's (how clear
   // the choice was; 0: a tie).

@@ -3,7 +3,7 @@
 #include <boost/beast/core/string.hpp>
 #include <iterator>
 
-namespace gapless::server {
+namespace gapless::door {
 
 namespace http = boost::beast::http;
 
@@ -53,4 +53,4 @@ std::string head_problem(const RequestHead& head, std::size_t max_headers) {
   return "";
 }
 
-}  // namespace gapless::server
+}  // namespace gapless::door

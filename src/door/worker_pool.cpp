@@ -1,8 +1,8 @@
-#include "worker_pool.h"
+#include "gapless/door/worker_pool.h"
 
 #include <utility>
 
-namespace gapless::server {
+namespace gapless::door {
 
 WorkerPool::WorkerPool(std::size_t workers, std::size_t max_queue) : max_queue_(max_queue) {
   threads_.reserve(workers);
@@ -74,4 +74,4 @@ void WorkerPool::work() {
   }
 }
 
-}  // namespace gapless::server
+}  // namespace gapless::door

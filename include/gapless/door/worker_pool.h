@@ -1,6 +1,7 @@
 // The threads that answer complete requests (--workers), and the requests that may wait for one
 // (--max-queue). Jobs never touch a socket: the event loop reads every request before it submits
-// one and writes every answer, so a job's time is the route's own. Private to the server.
+// one and writes every answer, so a job's time is the route's own. (The extender's
+// bind threads are one too.)
 #pragma once
 
 #include <condition_variable>
@@ -11,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-namespace gapless::server {
+namespace gapless::door {
 
 class WorkerPool {
  public:
@@ -49,4 +50,4 @@ class WorkerPool {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace gapless::server
+}  // namespace gapless::door

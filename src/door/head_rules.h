@@ -3,7 +3,7 @@
 // non-hex or signed chunk sizes, chunk data without its CRLF, conflicting Content-Lengths,
 // Content-Length with Transfer-Encoding in either order). Each of these lets a proxy in front
 // of us and this server disagree on where a request ends (request smuggling). Private to the
-// server.
+// door.
 #pragma once
 
 #include <boost/beast/http/message.hpp>
@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace gapless::server {
+namespace gapless::door {
 
 // Scans the raw bytes of a request head as they arrive, before the parser reads them: the parser
 // unfolds obsolete line folding (a header line starting with a space or tab) silently, and the
@@ -37,4 +37,4 @@ using RequestHead = boost::beast::http::request<boost::beast::http::string_body>
 // HTTP/1.0). Returns why it is refused, or "".
 std::string head_problem(const RequestHead& head, std::size_t max_headers);
 
-}  // namespace gapless::server
+}  // namespace gapless::door

@@ -1,6 +1,6 @@
-// What every connection of the HTTP front shares (http_server.h): the event loop, the routes,
-// the worker pool and the reserved probe thread, the TLS context, and the connection counts.
-// Private to the server.
+// What every connection of a door shares (door.h): the event loop, the routes it borrows, the
+// worker pool and the reserved probe thread, the TLS context, and the connection counts.
+// Private to the door.
 #pragma once
 
 #include <algorithm>
@@ -15,11 +15,11 @@
 #include <optional>
 #include <string>
 
-#include "gapless/server/http_server.h"
-#include "routes.h"
-#include "worker_pool.h"
+#include "gapless/door/door.h"
+#include "gapless/door/route_table.h"
+#include "gapless/door/worker_pool.h"
 
-namespace gapless::server {
+namespace gapless::door {
 
 // A connection as the registry knows it: stop() closes it unless a request of it is being
 // answered (that one is answered first, with Connection: close).
@@ -39,16 +39,14 @@ inline std::string flag_of(const char* limit) {
 
 class ServerCore {
  public:
-  // The probe thread's queue: /metrics scrapes waiting beyond it are answered 503.
-  static constexpr std::size_t kProbeQueue = 16;
   // The debug lane's queue: debug and map requests waiting beyond it are answered 503.
   static constexpr std::size_t kDebugQueue = 16;
 
-  ServerCore(Extender& extender, const HttpOptions& options)
+  ServerCore(RouteTable& routes, const DoorOptions& options)
       : options(options),
-        routes(extender, options),
+        routes(routes),
         pool(options.workers, options.max_queue),
-        probes(1, kProbeQueue),
+        probes(1, Door::kProbeQueue),
         debug(1, kDebugQueue) {}
 
   // Why a connection was admitted only for probes ("" if fully), or refused at once.
@@ -68,7 +66,7 @@ class ServerCore {
   // Closes every connection not being answered; on the loop.
   void stop_connections();
 
-  const HttpOptions& options;
+  const DoorOptions& options;
 
  private:
   // Before io: connections the loop still holds when it is destroyed release their counts here.
@@ -97,7 +95,7 @@ class ServerCore {
   boost::asio::io_context io{1};
   std::optional<boost::asio::ip::tcp::acceptor> acceptor;
   std::optional<boost::asio::ssl::context> tls;
-  Routes routes;
+  RouteTable& routes;
   // After io: destroyed first, so a job dropped or finishing then still posts to a live loop.
   WorkerPool pool;
   WorkerPool probes;      // one reserved thread: /metrics never waits for the workers
@@ -105,4 +103,4 @@ class ServerCore {
   bool stopping = false;  // on the loop
 };
 
-}  // namespace gapless::server
+}  // namespace gapless::door

@@ -1,4 +1,4 @@
-#include "body_budget.h"
+#include "gapless/door/body_budget.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <malloc.h>
 #endif
 
-namespace gapless::server {
+namespace gapless::door {
 namespace {
 
 // The process's resident set in bytes (/proc/self/statm), or 0 where it cannot be read.
@@ -111,4 +111,4 @@ void BodyBudget::trimmer(std::stop_token stop) {
   }
 }
 
-}  // namespace gapless::server
+}  // namespace gapless::door

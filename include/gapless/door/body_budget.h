@@ -15,7 +15,8 @@
 // trims at once only when the process has grown by more than the budget's capacity since the last
 // trim (what an attack with large bodies does); otherwise a trimmer thread trims once no large
 // body has been handled for `idle_trim`. A burst of full-node calls keeps its pages; RSS still
-// falls back when the burst or the attack stops. Private to the server.
+// falls back when the burst or the attack stops. The door trims after large answers
+// (RouteTable::note_large_request_freed); the extender's routes lease bodies from it.
 #pragma once
 
 #include <chrono>
@@ -24,7 +25,7 @@
 #include <mutex>
 #include <thread>
 
-namespace gapless::server {
+namespace gapless::door {
 
 class BodyBudget {
  public:
@@ -103,4 +104,4 @@ class BodyBudget {
   std::jthread trimmer_;  // last: started after, and stopped before, the members it reads
 };
 
-}  // namespace gapless::server
+}  // namespace gapless::door

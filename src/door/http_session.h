@@ -1,4 +1,4 @@
-// One connection of the HTTP front (http_server.h), plain (Stream = tcp::socket) or TLS
+// One connection of a door (door.h), plain (Stream = tcp::socket) or TLS
 // (ssl::stream<tcp::socket>), driven by the event loop alone: handshake, reading each request
 // with Beast's parser (and head_rules.h), "100 Continue", handing the complete request to a
 // worker, and writing the answer the route hands back. Every step has a deadline (one timer):
@@ -8,7 +8,7 @@
 //   awaiting   none while a worker computes; --deferred-timeout for a deferred route (/bind)
 //   writing    --write-timeout for the whole answer (a client that does not read is cut)
 // Requests of one connection are answered one at a time, in order (pipelining). Private to
-// the server.
+// the door.
 #pragma once
 
 #include <algorithm>
@@ -32,12 +32,12 @@
 #include <type_traits>
 #include <utility>
 
+#include "gapless/door/body_budget.h"
+#include "gapless/door/route_table.h"
 #include "head_rules.h"
-#include "http_exchange.h"
-#include "routes.h"
 #include "server_core.h"
 
-namespace gapless::server {
+namespace gapless::door {
 
 namespace session_detail {
 namespace asio = boost::asio;
@@ -53,7 +53,7 @@ constexpr std::size_t kDrainBytes = 256 * 1024;
 constexpr std::chrono::seconds kDrainTime{1};
 
 std::string path_of(beast::string_view target);
-std::string request_error(const beast::error_code& ec, const HttpOptions& o, int* status);
+std::string request_error(const beast::error_code& ec, const DoorOptions& o, int* status);
 }  // namespace session_detail
 
 template <class Stream>
@@ -510,4 +510,4 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   std::optional<session_detail::http::response<session_detail::http::string_body>> response_;
 };
 
-}  // namespace gapless::server
+}  // namespace gapless::door
