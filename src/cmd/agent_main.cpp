@@ -203,6 +203,10 @@ int publish(const Options& o) {
     if (!t.ok()) log_line(t.error());
     return t.ok() ? 0 : 1;
   }
+  // Before the status server: /metrics reads what it collects from the first request on, and it
+  // must outlive the server (declared first, destroyed last).
+  agent::UsageReporter usage({o.node_name, o.proc_root}, api.get(), log_line);
+  if (!o.no_usage) metrics.also_serve(&usage);
   agent::StatusServer status(metrics);
   if (Status s = status.start(o.listen); !s.ok()) {
     log_line(s.error());
@@ -216,9 +220,7 @@ int publish(const Options& o) {
       return 1;
     }
   }
-  agent::UsageReporter usage({o.node_name, o.proc_root}, api.get(), log_line);
   if (!o.no_usage) {
-    metrics.also_serve(&usage);
     a.on_tick([&usage](const agent::NvmlLibrary& nvml) {
       if (Status s = usage.update(nvml); !s.ok()) log_line("usage: " + s.error());
     });
