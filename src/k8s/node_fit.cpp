@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cstdint>
 
+#include "gapless/model/labels.h"
+
 namespace gapless::k8s {
 
 namespace {
@@ -17,10 +19,6 @@ std::optional<std::int64_t> parse_int(std::string_view text) {
   auto [ptr, ec] = std::from_chars(text.data(), end, out);
   if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
   return out;
-}
-
-bool contains(const std::vector<std::string>& values, const std::string& v) {
-  return std::find(values.begin(), values.end(), v) != values.end();
 }
 
 // Gt / Lt: one integer value, and a label that is an integer too.
@@ -55,14 +53,20 @@ bool blocks_scheduling(const Taint& t) {
 
 bool requirement_matches(const NodeSelectorRequirement& r,
                          const std::map<std::string, std::string>& labels) {
-  const auto it = labels.find(r.key);
-  const bool has = it != labels.end();
-  if (r.op == "In") return !r.values.empty() && has && contains(r.values, it->second);
-  if (r.op == "NotIn") return !r.values.empty() && (!has || !contains(r.values, it->second));
-  if (r.op == "Exists") return r.values.empty() && has;
-  if (r.op == "DoesNotExist") return r.values.empty() && !has;
   if (r.op == "Gt" || r.op == "Lt") return compares(r, labels);
-  return false;  // unknown operator: the term is malformed and matches nothing
+  using Op = model::LabelRequirement::Op;
+  const std::optional<Op> op = r.op == "In"             ? Op::kIn
+                               : r.op == "NotIn"        ? Op::kNotIn
+                               : r.op == "Exists"       ? Op::kExists
+                               : r.op == "DoesNotExist" ? Op::kDoesNotExist
+                                                        : std::optional<Op>();
+  if (!op) return false;  // unknown operator: the term is malformed and matches nothing
+  // Node affinity's validity rule: In and NotIn need values, Exists and DoesNotExist take none.
+  const bool takes_values = *op == Op::kIn || *op == Op::kNotIn;
+  if (r.values.empty() == takes_values) return false;
+  // The four set operators mean what they mean in a label selector (model/labels.h).
+  const model::LabelSelector one{{}, {{r.key, *op, r.values}}};
+  return one.matches(labels);
 }
 
 bool term_matches(const NodeSelectorTerm& term, const NodeFacts& node) {
