@@ -19,6 +19,7 @@
 #include "gapless/server/policy_watch.h"
 #include "gapless/server/score_warmer.h"
 #include "kube_source.h"
+#include "listen_address.h"
 #include "wait_ready.h"
 
 using namespace gapless;
@@ -28,22 +29,6 @@ namespace {
 // Binds that may wait for a bind thread; beyond, a bind is answered with an Error at once. A
 // waiting bind holds its body (a few hundred bytes) and its connection.
 constexpr std::size_t kMaxQueuedBinds = 1024;
-
-bool split_listen(const std::string& listen, std::string* host, int* port) {
-  const auto colon = listen.rfind(':');
-  if (colon == std::string::npos) return false;
-  *host = listen.substr(0, colon);
-  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
-    *host = host->substr(1, host->size() - 2);
-  }
-  try {
-    std::size_t used = 0;
-    *port = std::stoi(listen.substr(colon + 1), &used);
-    return used == listen.size() - colon - 1 && *port >= 0 && *port <= 65535;
-  } catch (...) {
-    return false;
-  }
-}
 
 std::string env_or(const char* name, std::string fallback) {
   const char* v = std::getenv(name);
@@ -276,13 +261,13 @@ int main(int argc, char** argv) {
   }
   std::string host;
   int port = 0;
-  if (!split_listen(listen, &host, &port)) {
+  if (!cmd::split_listen(listen, &host, &port)) {
     server::log_error("--listen must be HOST:PORT, got \"" + listen + "\"");
     return 1;
   }
   std::string probe_host;
   int probe_port = 0;
-  if (!probe_listen.empty() && !split_listen(probe_listen, &probe_host, &probe_port)) {
+  if (!probe_listen.empty() && !cmd::split_listen(probe_listen, &probe_host, &probe_port)) {
     server::log_error("--probe-listen must be HOST:PORT, got \"" + probe_listen + "\"");
     return 1;
   }

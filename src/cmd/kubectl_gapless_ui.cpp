@@ -5,26 +5,11 @@
 
 #include <cstdio>
 
+#include "listen_address.h"
+
 extern char** environ;
 
 namespace gapless::cli {
-
-namespace {
-
-bool split_listen(const std::string& listen, std::string* host, int* port) {
-  const std::size_t colon = listen.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  *host = listen.substr(0, colon);
-  try {
-    std::size_t used = 0;
-    *port = std::stoi(listen.substr(colon + 1), &used);
-    return used == listen.size() - colon - 1 && *port >= 0 && *port <= 65535;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-}  // namespace
 
 std::string forward_failed(const std::string& error) {
   return error +
@@ -40,7 +25,7 @@ bool open_url(const std::string& opener, const std::string& url) {
 }
 
 int forward_ui(PortForwardSpec spec, const std::string& listen, const std::string& opener) {
-  if (!split_listen(listen, &spec.address, &spec.local_port)) {
+  if (!cmd::split_listen(listen, &spec.address, &spec.local_port) || spec.address.empty()) {
     std::fprintf(stderr, "kubectl-gapless: --listen %s: must be HOST:PORT\n", listen.c_str());
     return 2;
   }

@@ -6,18 +6,21 @@
 #include <cstdio>
 #include <thread>
 
+#include "listen_address.h"
+
 namespace gapless::cmd {
 
 namespace {
 
 // The address to ask: --listen's host, a wildcard made loopback. "" when --listen is malformed.
 std::string local_url(const std::string& listen) {
-  const std::size_t colon = listen.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size()) return "";
-  std::string host = listen.substr(0, colon);
+  std::string host;
+  int port = 0;
+  if (!split_listen(listen, &host, &port) || host.empty()) return "";
   if (host == "0.0.0.0") host = "127.0.0.1";
-  if (host == "[::]") host = "[::1]";
-  return "http://" + host + listen.substr(colon);
+  if (host == "::") host = "::1";
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return "http://" + host + ":" + std::to_string(port);
 }
 
 }  // namespace
