@@ -123,6 +123,31 @@ Status feature_discovery(const std::map<std::string, std::string>& labels, std::
   return Status::Ok();
 }
 
+// The one fact about a node's GPUs that only its own kubelet writes (NodeRestriction confines a
+// kubelet to its own Node's status): status.capacity nvidia.com/gpu, which the device plugin
+// serving the node's GPUs reports. A topology annotation claiming more whole GPUs than that was
+// not written by this node's agent, or describes GPUs the kubelet cannot hand out: on clusters
+// whose ServiceAccount tokens do not name the node (Kubernetes < 1.30), another node's agent can
+// write it (docs/security.md). Capacity, not allocatable: it still counts unhealthy devices,
+// which the annotation lists too. MIG-enabled GPUs are left out of the count (the device plugin
+// lists their instances, not the GPU, under mixed strategy). Nothing to compare when the node
+// lists no nvidia.com/gpu (another device plugin, or none registered yet).
+Status check_against_kubelet(const model::Node& claimed, const json& obj,
+                             const std::string& prefix) {
+  const json* listed = field(field_path(obj, {"status", "capacity"}), "nvidia.com/gpu");
+  if (listed == nullptr) return Status::Ok();
+  Result<std::int64_t> capacity = quantity_value(*listed);
+  if (!capacity.ok()) return Status::Ok();  // the kubelet's own field; not the annotation's fault
+  std::int64_t whole = 0;
+  for (const model::Gpu& gpu : claimed.gpus) whole += gpu.mig.enabled ? 0 : 1;
+  if (whole <= *capacity) return Status::Ok();
+  return Error{prefix + std::string(kTopologyAnnotation) + " lists " + std::to_string(whole) +
+               " GPUs outside MIG mode, but the node's kubelet reports status.capacity "
+               "nvidia.com/gpu " +
+               std::to_string(*capacity) +
+               ": not trusting the annotation (was it written by another node's agent?)"};
+}
+
 // CPU and memory the node offers pods (allocatable, else capacity), for scoring. What cannot be
 // read stays 0, "not tracked": kube-scheduler, not Gapless, decides whether pods fit.
 model::HostResources host_capacity(const json& node) {
@@ -149,7 +174,12 @@ Result<model::Node> gpu_inventory(const json& obj) {
   if (const json* topo = field(field(meta, "annotations"), kTopologyAnnotation)) {
     if (!topo->is_string())
       return Error{prefix + std::string(kTopologyAnnotation) + ": must be a string"};
-    return node_from_topology_annotation(name, topo->get_ref<const std::string&>());
+    Result<model::Node> node =
+        node_from_topology_annotation(name, topo->get_ref<const std::string&>());
+    if (node.ok()) {
+      if (Status s = check_against_kubelet(*node, obj, prefix); !s.ok()) return Error{s.error()};
+    }
+    return node;
   }
 
   model::Node node;

@@ -95,6 +95,32 @@ TEST_CASE("sync: node updates keep allocations; deletion drops them", "[k8s][syn
   CHECK(h.cluster.find_node("n3") != nullptr);
 }
 
+// A compromised agent on another node rewrites n1's annotation to claim 8 GPUs; n1's kubelet
+// (the only writer of its status under NodeRestriction) lists 4: the claim is logged and ignored.
+TEST_CASE("sync: an annotation claiming more GPUs than the node's kubelet lists is not trusted",
+          "[k8s][sync]") {
+  Harness h;
+  json real = topology_node("n1", 4);
+  real["status"]["capacity"] = {{"nvidia.com/gpu", "4"}};
+  h.sync.replace_nodes({real});
+  REQUIRE(h.cluster.find_node("n1")->gpus.size() == 4);
+
+  json forged = topology_node("n1", 8);
+  forged["status"]["capacity"] = {{"nvidia.com/gpu", "4"}};
+  h.sync.apply_node("MODIFIED", forged);
+  CHECK(h.cluster.find_node("n1")->gpus.size() == 4);
+  REQUIRE_FALSE(h.logs.empty());
+  CHECK(h.logs.back().find("lists 8 GPUs outside MIG mode, but the node's kubelet reports "
+                           "status.capacity nvidia.com/gpu 4") != std::string::npos);
+  CHECK(h.logs.back().find("keeping the node's previous inventory") != std::string::npos);
+
+  // A node first seen with such a claim is left out until it is fixed.
+  json newcomer = topology_node("n2", 8);
+  newcomer["status"]["capacity"] = {{"nvidia.com/gpu", "2"}};
+  h.sync.apply_node("ADDED", newcomer);
+  CHECK(h.cluster.find_node("n2") == nullptr);
+}
+
 TEST_CASE("sync: records are restored; finished and deleted pods free their GPUs", "[k8s][sync]") {
   Harness h;
   h.sync.replace_nodes({topology_node("n1", 8)});

@@ -347,3 +347,36 @@ TEST_CASE("topology annotation: an empty GPU list is a node without GPUs", "[k8s
   CHECK(r->gpus.empty());
   CHECK(r->links.size() == 0);
 }
+
+// Another node's agent may write this node's annotation where tokens do not name the node
+// (docs/security.md): the kubelet's capacity, which only this node's kubelet writes, bounds it.
+TEST_CASE("topology annotation: more whole GPUs than the kubelet's capacity is not trusted",
+          "[k8s][inventory]") {
+  json n = bare_node("a100-x");
+  n["metadata"]["annotations"] = {{"gapless.io/gpu-topology", kGoodTopology}};
+  // kGoodTopology: 4 GPUs, 2 of them MIG-enabled, whose instances the plugin lists instead.
+  SECTION("capacity lists the two whole GPUs, allocatable only the healthy one") {
+    n["status"]["capacity"] = {{"nvidia.com/gpu", "2"}};
+    n["status"]["allocatable"] = {{"nvidia.com/gpu", "1"}};
+    auto r = node_from_json(n);
+    REQUIRE(r.ok());
+    CHECK(r->gpus.size() == 4);
+  }
+  SECTION("no nvidia.com/gpu in capacity: nothing to compare") {
+    n["status"]["capacity"] = {{"cpu", "8"}};
+    CHECK(node_from_json(n).ok());
+  }
+  SECTION("fewer in capacity than the annotation claims") {
+    n["status"]["capacity"] = {{"nvidia.com/gpu", "1"}};
+    auto r = node_from_json(n);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error() ==
+          "node a100-x: gapless.io/gpu-topology lists 2 GPUs outside MIG mode, but the node's "
+          "kubelet reports status.capacity nvidia.com/gpu 1: not trusting the annotation (was it "
+          "written by another node's agent?)");
+  }
+  SECTION("a node whose kubelet lists no GPU at all") {
+    n["status"]["capacity"] = {{"nvidia.com/gpu", "0"}};
+    CHECK_FALSE(node_from_json(n).ok());
+  }
+}

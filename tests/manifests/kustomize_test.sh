@@ -8,7 +8,9 @@
 #     KubeSchedulerConfiguration has nodeCacheCapable, the bind verb and percentageOfNodesToScore 100;
 #   - with python3 + PyYAML: the objects fit together (ConfigMap names, mounts, lease, probes,
 #     security context, Service selector, RBAC subjects; the agent DaemonSet's identity, RBAC,
-#     NODE_NAME and tolerations).
+#     NODE_NAME and tolerations);
+#   - manifests/node-policy/ (the agent's admission policy) builds apart from manifests/, and names
+#     the DaemonSet's user and the pod annotations the agent writes.
 # Usage: tests/manifests/kustomize_test.sh [path/to/gapless-extender]
 # Exit: 0 pass, 1 failure, 77 kubectl missing (ctest SKIP_RETURN_CODE) after the other checks pass.
 set -euo pipefail
@@ -341,6 +343,51 @@ check("--device-plugin-dir=" + str(mounts.get("device-plugins")) in ac.get("args
 with open(agent_args_file, "w") as f:
     f.write("\n".join(ac.get("args", [])) + "\n")
 
+sys.exit(1 if errors else 0)
+PY
+fi
+
+# 6. The node agent's admission policy (manifests/node-policy/, applied separately: an
+#    admissionregistration.k8s.io/v1 object in manifests/ would fail `kubectl apply -k manifests/`
+#    on clusters older than 1.30). It must name the agent's real user and the annotations the
+#    agent really writes; scripts/agent_policy_check.sh runs it on a real API server.
+if grep -qx 'kind: ValidatingAdmissionPolicy' "$tmp/out.yaml"; then
+  bad "manifests/ holds a ValidatingAdmissionPolicy: it belongs in manifests/node-policy/"
+fi
+if ! kubectl kustomize "$root/manifests/node-policy" >"$tmp/policy.yaml" 2>"$tmp/err"; then
+  cat "$tmp/err" >&2
+  bad "kubectl kustomize manifests/node-policy/"
+elif command -v python3 >/dev/null 2>&1 && python3 -c 'import yaml' 2>/dev/null; then
+  python3 - "$tmp/policy.yaml" "$tmp/out.yaml" "$root" <<'PY' || fail=1
+import re, sys, yaml
+policy_file, base_file, root = sys.argv[1:4]
+docs = [d for d in yaml.safe_load_all(open(policy_file)) if d]
+base = [d for d in yaml.safe_load_all(open(base_file)) if d]
+errors = 0
+def check(cond, what):
+    global errors
+    print(("ok: " if cond else "FAIL: ") + "node-policy: " + what, file=sys.stdout if cond else sys.stderr)
+    errors += 0 if cond else 1
+kinds = sorted((d["kind"], d["apiVersion"]) for d in docs)
+check(kinds == [("ValidatingAdmissionPolicy", "admissionregistration.k8s.io/v1"),
+                ("ValidatingAdmissionPolicyBinding", "admissionregistration.k8s.io/v1")],
+      f"one v1 ValidatingAdmissionPolicy and its binding ({kinds})")
+vap = next((d for d in docs if d["kind"] == "ValidatingAdmissionPolicy"), {})
+binding = next((d for d in docs if d["kind"] == "ValidatingAdmissionPolicyBinding"), {})
+check(binding.get("spec", {}).get("policyName") == vap.get("metadata", {}).get("name")
+      and binding.get("spec", {}).get("validationActions") == ["Deny"], "the binding denies for the policy")
+check(vap.get("spec", {}).get("failurePolicy") == "Fail", "failurePolicy Fail")
+ds = next(d for d in base if d["kind"] == "DaemonSet" and d["metadata"]["name"] == "gapless-agent")
+user = "system:serviceaccount:%s:%s" % (ds["metadata"]["namespace"], ds["spec"]["template"]["spec"]["serviceAccountName"])
+rules = [v["expression"] for v in vap.get("spec", {}).get("validations", [])]
+check(rules and all(e.startswith(f"request.userInfo.username != '{user}' ||") for e in rules),
+      f"every rule starts by passing users other than the DaemonSet's ({user})")
+# The pod annotations the agent writes, as its sources spell them.
+src = open(f"{root}/include/gapless/k8s/device_asks.h").read() + open(f"{root}/include/gapless/agent/usage_report.h").read()
+written = set(re.findall(r'k(?:Allocated|ShareOveruse)Annotation = "([^"]+)"', src))
+allowed = set(re.findall(r"k in \[([^\]]*)\]", " ".join(rules))[0].replace("'", "").replace(" ", "").split(",")) \
+    if any("k in [" in e for e in rules) else set()
+check(len(written) == 2 and written == allowed, f"the pod annotations it allows {sorted(allowed)} are the ones the agent writes {sorted(written)}")
 sys.exit(1 if errors else 0)
 PY
 fi
