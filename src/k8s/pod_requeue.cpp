@@ -155,8 +155,8 @@ std::size_t PodRequeue::step(bool ready, Clock::time_point now) {
   tokens_ = std::min(burst, tokens_ + options_.per_second *
                                           std::chrono::duration<double>(now - refilled_).count());
   refilled_ = now;
-  const std::size_t allowed = std::min(static_cast<std::size_t>(tokens_),
-                                       options_.max_per_window - nudged_.size());
+  const std::size_t allowed =
+      std::min(static_cast<std::size_t>(tokens_), options_.max_per_window - nudged_.size());
   std::vector<std::pair<std::string, PodRef>> due;
   {
     std::lock_guard lock(mu_);
@@ -179,8 +179,8 @@ std::size_t PodRequeue::step(bool ready, Clock::time_point now) {
   }
   if (log_) {
     log_("requeue: annotated " + std::to_string(taken) + " of " + std::to_string(due.size()) +
-         " pod(s) kube-scheduler had parked after an extender error (" + kRequeueAnnotation +
-         "=" + value + ")");
+         " pod(s) kube-scheduler had parked after an extender error (" + kRequeueAnnotation + "=" +
+         value + ")");
   }
   return due.size();
 }

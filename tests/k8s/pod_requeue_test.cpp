@@ -70,8 +70,7 @@ TEST_CASE("requeue: which pods count as parked by an extender error", "[k8s][req
   CHECK_FALSE(parked_by_error(json{{"spec", 1}, {"status", {{"conditions", "x"}}}}, "s"));
 }
 
-TEST_CASE("requeue: the lease holder is kube-scheduler's host name, then _uuid",
-          "[k8s][requeue]") {
+TEST_CASE("requeue: the lease holder is kube-scheduler's host name, then _uuid", "[k8s][requeue]") {
   CHECK(lease_held_by("sched-abc_0f1e2d", "sched-abc"));
   CHECK(lease_held_by("sched-abc", "sched-abc"));
   CHECK_FALSE(lease_held_by("sched-abcd_0f1e2d", "sched-abc"));
@@ -84,11 +83,11 @@ TEST_CASE("requeue: the leader annotates exactly its scheduler's errored pods, o
           "[k8s][requeue]") {
   test::FakeApiServer api;
   ApiClient client(api.client_config());
-  std::vector<json> pods = {waiting_pod("errored"),
-                            waiting_pod("errored-elsewhere", "SchedulerError", "gapless-scheduler",
-                                        "team-b"),
-                            waiting_pod("unschedulable", "Unschedulable"),
-                            waiting_pod("other-scheduler", "SchedulerError", "default-scheduler")};
+  std::vector<json> pods = {
+      waiting_pod("errored"),
+      waiting_pod("errored-elsewhere", "SchedulerError", "gapless-scheduler", "team-b"),
+      waiting_pod("unschedulable", "Unschedulable"),
+      waiting_pod("other-scheduler", "SchedulerError", "default-scheduler")};
   json bound = waiting_pod("bound");
   bound["spec"]["nodeName"] = "n1";
   pods.push_back(bound);
@@ -135,12 +134,10 @@ TEST_CASE("requeue: the leader annotates exactly its scheduler's errored pods, o
   // A pod that stops being parked (retried, now Unschedulable) or is deleted is dropped.
   requeue.on_event("MODIFIED", waiting_pod("errored", "Unschedulable"));
   requeue.on_event("DELETED", waiting_pod("late"));
-  CHECK(requeue.parked() ==
-        std::vector<std::string>{"ml/after", "team-b/errored-elsewhere"});
+  CHECK(requeue.parked() == std::vector<std::string>{"ml/after", "team-b/errored-elsewhere"});
 }
 
-TEST_CASE("requeue: a standby replica, or no leader at all, annotates nothing",
-          "[k8s][requeue]") {
+TEST_CASE("requeue: a standby replica, or no leader at all, annotates nothing", "[k8s][requeue]") {
   test::FakeApiServer api;
   ApiClient client(api.client_config());
   api.add_pod(waiting_pod("errored"));
@@ -226,9 +223,8 @@ TEST_CASE("requeue: fed by the pod informer, it follows the API server", "[k8s][
   // The annotation is no reason to track a pod: the patched pods stay parked until
   // kube-scheduler writes its next attempt's condition.
   CHECK(test::eventually([&] { return !annotation(api, "watched").empty(); }));
-  api.update_pod("ml", "listed", [](json& p) {
-    p["status"]["conditions"][0]["reason"] = "Unschedulable";
-  });
+  api.update_pod("ml", "listed",
+                 [](json& p) { p["status"]["conditions"][0]["reason"] = "Unschedulable"; });
   CHECK(test::eventually([&] { return requeue.parked().size() == 1; }));
   informer.stop();
   api.close_watches();

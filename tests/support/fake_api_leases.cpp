@@ -23,8 +23,8 @@ void FakeApiServer::add_lease_routes() {
              [this](const httplib::Request& req, httplib::Response& res) {
                if (pre_route(req, res)) return;
                std::lock_guard lock(mu_);
-               auto it = leases_.find(std::string(req.matches[1]) + "/" +
-                                      std::string(req.matches[2]));
+               auto it =
+                   leases_.find(std::string(req.matches[1]) + "/" + std::string(req.matches[2]));
                if (it != leases_.end()) return send_json(res, 200, it->second);
                send_json(res, 404,
                          failure_status(404, "leases.coordination.k8s.io \"" +
