@@ -324,9 +324,13 @@ def check_extender_restart():
     wait(lambda: restarts(get("pod", "-n", SYS, leader)) > r0, 30)
     evs = [e for e in get("events", "-n", TEST_NS)["items"]
            if e["involvedObject"]["name"] == "after-restart" and e.get("reason") == "FailedScheduling"]
+    # A pod kube-scheduler parked on the extender's error is requeued by the extender once ready
+    # (the annotation gapless.io/requeue, docs/high-availability.md).
+    mark = ((p or {}).get("metadata", {}).get("annotations") or {}).get("gapless.io/requeue")
     info("extender restart in the leader", f"{leader}: restarts {r0} -> "
          f"{restarts(get('pod', '-n', SYS, leader))}, lease holder now {holder}, "
-         f"{len(evs)} FailedScheduling events" + (f", e.g. {evs[0]['message'][:200]}" if evs else ""))
+         f"{len(evs)} FailedScheduling events" + (f", e.g. {evs[0]['message'][:200]}" if evs else "")
+         + f"; gapless.io/requeue {mark or 'not set'}")
     bound_then_env("after-restart", p, t_bind, "extender restart: the next GPU pod is bound",
                    "the extender was stopped")
     check_no_double_booking("after the extender restart")

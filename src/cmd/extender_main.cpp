@@ -174,6 +174,24 @@ int main(int argc, char** argv) {
                  "wait for a drain target (Kubernetes mode)")
       ->check([](const std::string& s) { return s.empty() ? "must not be empty" : ""; })
       ->capture_default_str();
+  std::string scheduler_lease;
+  app.add_option("--scheduler-lease", scheduler_lease,
+                 "NAMESPACE/NAME of kube-scheduler's leader lease: only while this replica's "
+                 "kube-scheduler holds it are pods it parked on an extender error requeued "
+                 "(empty: every replica requeues them)")
+      ->check([](const std::string& s) {
+        const auto slash = s.find('/');
+        return s.empty() || (slash != std::string::npos && slash > 0 && slash + 1 < s.size() &&
+                             s.find('/', slash + 1) == std::string::npos)
+                   ? ""
+                   : "must be NAMESPACE/NAME";
+      });
+  double requeue_window = 60;
+  app.add_option("--requeue-window", requeue_window,
+                 "seconds after becoming ready during which pods kube-scheduler parked on an "
+                 "extender error get the gapless.io/requeue annotation (0: never)")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
   double pairing_wait = 20, pairing_timeout = 60;
   app.add_option("--pairing-wait", pairing_wait,
                  "seconds a bind may wait for a pod on its node with the same device request to "
@@ -244,7 +262,15 @@ int main(int argc, char** argv) {
       return 1;
     }
     source = "the Kubernetes API at " + config->server;
-    kube = std::make_unique<KubeSource>(std::move(*config), claims, scheduler_name);
+    k8s::RequeueOptions requeue;
+    requeue.scheduler_name = scheduler_name;
+    requeue.replica_name = claims.holder;
+    if (const auto slash = scheduler_lease.find('/'); slash != std::string::npos) {
+      requeue.lease_namespace = scheduler_lease.substr(0, slash);
+      requeue.lease_name = scheduler_lease.substr(slash + 1);
+    }
+    requeue.window = std::chrono::milliseconds(static_cast<long long>(requeue_window * 1000));
+    kube = std::make_unique<KubeSource>(std::move(*config), claims, scheduler_name, requeue);
   } else {
     auto loaded = cluster_file.empty()
                       ? k8s::parse_cluster_file(gapless_demo_cluster(), "built-in demo cluster")

@@ -32,11 +32,12 @@ k8s::NamespaceHooks namespace_hooks(placement::Scheduler& s) {
 }  // namespace
 
 KubeSource::KubeSource(k8s::ClientConfig config, k8s::ClaimOptions claims,
-                       std::string scheduler_name)
+                       std::string scheduler_name, k8s::RequeueOptions requeue)
     : api_(std::move(config)),
       binder_(api_, "gapless-extender", bind_events()),
       claims_(api_, std::move(claims)),
-      scheduler_name_(std::move(scheduler_name)) {}
+      scheduler_name_(std::move(scheduler_name)),
+      requeue_(api_, std::move(requeue), [](const std::string& m) { server::log_info(m); }) {}
 
 KubeSource::~KubeSource() {
   stop();
@@ -84,7 +85,8 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
   k8s::InformerHandlers node_handlers = node_facts_.feed(sync_->node_handlers());
   binder_.set_node_facts(&node_facts_);
   node_handlers.on_error = on_error;
-  k8s::InformerHandlers pod_handlers = sync_->pod_handlers();
+  // The pods kube-scheduler parked on an error of this extender are annotated once it is ready.
+  k8s::InformerHandlers pod_handlers = requeue_.feed(sync_->pod_handlers());
   pod_handlers.on_error = on_error;
   // The pairing gate follows the same pods (docs/node-pairing.md), after the model has them.
   pod_handlers.on_list = [&extender,
@@ -125,6 +127,12 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
   });
   namespaces_thread_ = std::thread([this] { namespaces_->run(); });
   pdbs_thread_ = std::thread([this] { pdbs_->run(); });
+  requeue_thread_ = std::thread([this] {
+    while (!stopping_) {
+      requeue_.step(synced(), k8s::PodRequeue::Clock::now());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
 }
 
 void KubeSource::stop() {
@@ -137,4 +145,5 @@ void KubeSource::stop() {
   if (pods_thread_.joinable()) pods_thread_.join();
   if (namespaces_thread_.joinable()) namespaces_thread_.join();
   if (pdbs_thread_.joinable()) pdbs_thread_.join();
+  if (requeue_thread_.joinable()) requeue_thread_.join();
 }

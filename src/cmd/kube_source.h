@@ -17,6 +17,7 @@
 #include "gapless/k8s/kube_binder.h"
 #include "gapless/k8s/node_claims.h"
 #include "gapless/k8s/node_facts.h"
+#include "gapless/k8s/pod_requeue.h"
 #include "gapless/server/extender.h"
 #include "gapless/server/metrics.h"
 
@@ -24,9 +25,11 @@ class KubeSource {
  public:
   // `claims`: where this replica claims GPUs before binding (docs/high-availability.md).
   // `scheduler_name`: kube-scheduler's profile for Gapless; its pods that kube-scheduler finds
-  // no node for wait (docs/policies.md "Waiting pods").
+  // no node for wait (docs/policies.md "Waiting pods"). `requeue`: which of its pods this
+  // replica annotates once ready, after kube-scheduler parked them on an extender error
+  // (docs/high-availability.md); a zero window turns that off.
   KubeSource(gapless::k8s::ClientConfig config, gapless::k8s::ClaimOptions claims,
-             std::string scheduler_name);
+             std::string scheduler_name, gapless::k8s::RequeueOptions requeue);
   ~KubeSource();  // stops and joins the informers
 
   gapless::k8s::Binder& binder() { return binder_; }
@@ -55,5 +58,7 @@ class KubeSource {
   std::thread pods_thread_;
   std::thread namespaces_thread_;
   std::thread pdbs_thread_;
+  gapless::k8s::PodRequeue requeue_;
+  std::thread requeue_thread_;
   std::atomic<bool> stopping_{false};
 };

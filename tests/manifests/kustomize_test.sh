@@ -170,7 +170,8 @@ for group, res, verb in [("", "nodes", "watch"), ("", "pods", "watch"), ("", "no
                          ("", "pods", "list"), ("", "namespaces", "list"), ("", "namespaces", "watch"),
                          ("policy", "poddisruptionbudgets", "list"),
                          ("policy", "poddisruptionbudgets", "watch"),
-                         ("", "pods/binding", "create"), ("", "events", "create"),
+                         ("", "pods/binding", "create"), ("", "pods", "patch"),
+                         ("", "events", "create"),
                          ("events.k8s.io", "events", "create")]:
     check(allowed(group, res, verb), f"gapless-extender may {verb} {group or 'core'}/{res}")
 check(not any("*" in r["verbs"] or "*" in r["resources"] or "secrets" in r["resources"] for r in rules),
@@ -228,10 +229,14 @@ ks_args = ks.get("command", []) + ks.get("args", [])
 conf = [a.split("=", 1)[1] for a in ks_args if a.startswith("--config=")]
 check(len(conf) == 1 and mounted_file(ks, conf[0]) == (cms[sched_cm[0]]["data"]["config.yaml"] if sched_cm else 0),
       "kube-scheduler --config points at the mounted KubeSchedulerConfiguration")
-for kind in ("livenessProbe", "readinessProbe"):
+for kind in ("startupProbe", "readinessProbe"):
     g = ks.get(kind, {}).get("httpGet", {})
     check(g.get("port") == 10259 and g.get("scheme") == "HTTPS" and g.get("path") == "/healthz",
           f"kube-scheduler {kind} HTTPS 10259 /healthz")
+# kube-scheduler lives only while its extender is ready: restarted, it gives up the lease.
+g = ks.get("livenessProbe", {}).get("httpGet", {})
+check(g.get("port") == 8889 and g.get("path") == "/readyz" and g.get("scheme", "HTTP") == "HTTP",
+      "kube-scheduler livenessProbe: the extender's /readyz on its probe listener 8889")
 ge = containers.get("gapless-extender", {})
 ge_args = ge.get("args", [])
 check(not any(a.startswith("--cluster") for a in ge_args), "extender runs in-cluster (no --cluster)")
@@ -241,6 +246,9 @@ sched = [a.split("=", 1)[1] for a in ge_args if a.startswith("--scheduler-name="
 check(sched == [p.get("schedulerName") for p in cfg.get("profiles", [])],
       "extender --scheduler-name is the scheduler profile's schedulerName")
 listen = [a.split("=", 1)[1] for a in ge_args if a.startswith("--listen=")]
+lease = [a.split("=", 1)[1] for a in ge_args if a.startswith("--scheduler-lease=")]
+check(lease == [f"{le.get('resourceNamespace')}/{le.get('resourceName')}"],
+      "extender --scheduler-lease is kube-scheduler's leader lease")
 check(listen == ["127.0.0.1:8888"], "extender verbs, /debug and /ui on loopback 127.0.0.1:8888 only")
 probe_listen = [a.split("=", 1)[1] for a in ge_args if a.startswith("--probe-listen=")]
 check(probe_listen == ["0.0.0.0:8889"], "extender probe listener on 0.0.0.0:8889")

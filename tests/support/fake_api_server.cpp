@@ -111,6 +111,7 @@ FakeApiServer::FakeApiServer(std::string token)
   s.Post(R"(/api/v1/namespaces/([^/]+)/events)",
          guarded([this](const auto& req, auto& res) { handle_event(req, res); }));
   add_config_map_routes();
+  add_lease_routes();
   s.Post(R"(/apis/events\.k8s\.io/v1/namespaces/([^/]+)/events)",
          guarded([this](const auto& req, auto& res) { handle_event(req, res); }));
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {

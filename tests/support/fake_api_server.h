@@ -15,6 +15,7 @@
 //                                    create (409 AlreadyExists) and update, with a set
 //                                    metadata.resourceVersion as a precondition (409 Conflict);
 //                                    ConfigMaps are not listed or watched
+//   GET  /apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}  a Lease set_lease stored
 //
 // Lists: `{"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"RV"},"items":[..]}`
 // with items sorted by key (name, or namespace/name) and without kind/apiVersion, as the real
@@ -144,6 +145,10 @@ class FakeApiServer {
                const std::map<std::string, std::string>& annotations = {},
                const std::string& uid = "");
 
+  // Stores the Lease ns/name with spec.holderIdentity `holder` (kube-scheduler's leader lease);
+  // only GET serves it.
+  void set_lease(const std::string& ns, const std::string& name, const std::string& holder);
+
   std::optional<nlohmann::json> node(const std::string& name) const;
   std::optional<nlohmann::json> pod(const std::string& ns, const std::string& name) const;
   std::optional<nlohmann::json> config_map(const std::string& ns, const std::string& name) const;
@@ -233,6 +238,7 @@ class FakeApiServer {
   void merge_patch(const httplib::Request& req, httplib::Response& res, Kind kind,
                    const std::string& ns, const std::string& name);
   void add_config_map_routes();
+  void add_lease_routes();
   void handle_config_map_write(const httplib::Request& req, httplib::Response& res,
                                const std::string& ns, const std::string& name);
   bool pre_route(const httplib::Request& req, httplib::Response& res);
@@ -277,6 +283,7 @@ class FakeApiServer {
   std::vector<nlohmann::json> bindings_;
   std::map<std::string, nlohmann::json> config_maps_;  // by "namespace/name"
   std::size_t config_map_writes_ = 0;
+  std::map<std::string, nlohmann::json> leases_;  // by "namespace/name"
   std::uint64_t hold_generation_ = 0;  // release_held() counts up
   std::size_t held_ = 0;
   bool stopping_ = false;
