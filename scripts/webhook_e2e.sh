@@ -106,7 +106,21 @@ pod pinned '{"gapless.io/gpu-models": "tesla-t4"}' '{"nvidia.com/gpu": "1"}' > p
 echo "\$ kubectl apply -f pinned.json"; kubectl apply -f pinned.json
 echo "\$ kubectl get pod pinned -o jsonpath='{.spec.affinity}'"
 kubectl get pod pinned -o jsonpath='{.spec.affinity}'; echo
-echo "== the same pod applied again (idempotent: unchanged)"
+echo "== the same manifest applied again: the pin stays (kubectl's patch does not remove it)"
 kubectl apply -f pinned.json
+echo "== a pinned pod with its own required affinity: the pin is ANDed into each term"
+python3 - pinned.json > zoned.json <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["metadata"]["name"] = "zoned"
+p["metadata"]["annotations"]["gapless.io/gpu-models"] = "TESLA-T4,nvidia-h100-80gb-hbm3"
+term = lambda z: {"matchExpressions": [{"key": "zone", "operator": "In", "values": [z]}]}
+p["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                                          {"nodeSelectorTerms": [term("a"), term("b")]}}}
+print(json.dumps(p))
+PY
+kubectl apply -f zoned.json
+echo "\$ kubectl get pod zoned -o jsonpath='{.spec.affinity}'"
+kubectl get pod zoned -o jsonpath='{.spec.affinity}'; echo
 echo "== extender log (webhook lines)"
 grep -i webhook extender.log || true
