@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gapless/k8s/json_fields.h"
-#include "gapless/model/ascii.h"
+#include "gapless/model/gpu.h"
 
 namespace gapless::k8s {
 
@@ -37,7 +37,8 @@ bool is_pin(const json& expr, std::string_view key, const std::vector<std::strin
 }  // namespace
 
 ModelPin resolve_model_pin(const std::vector<std::string>& models,
-                           const std::set<std::string>& label_values) {
+                           const std::set<std::string>& label_values,
+                           const std::set<std::string>& known_models) {
   ModelPin out;
   std::set<std::string> values;
   for (const std::string& m : models) {
@@ -47,7 +48,9 @@ ModelPin resolve_model_pin(const std::vector<std::string>& models,
       values.insert(v);
       matched = true;
     }
-    if (!matched) out.unmatched.push_back(m);
+    if (matched) continue;
+    out.unmatched.push_back(m);
+    if (known_models.contains(model::model_key(m))) out.pinnable = false;
   }
   out.values.assign(values.begin(), values.end());
   return out;

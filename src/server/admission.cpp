@@ -118,8 +118,9 @@ AdmissionVerdict mutate_pod(const json& pod, const AdmissionFacts& facts,
       parsed->request.kind == model::RequestKind::kNone) {
     return v;
   }
-  const k8s::ModelPin pin = k8s::resolve_model_pin(parsed->request.models, facts.product_labels);
-  if (!pin.unmatched.empty()) {
+  const k8s::ModelPin pin =
+      k8s::resolve_model_pin(parsed->request.models, facts.product_labels, facts.model_keys);
+  if (!pin.pinnable) {
     v.warnings.push_back("gapless.io/gpu-models: no node carries " +
                          std::string(k8s::kGpuProductLabel) + "=" + pin.unmatched.front() +
                          "; the pod is not pinned to its models by node affinity (Gapless still "

@@ -39,6 +39,12 @@ TEST_CASE("model pin: names map case-insensitively to the exact label values", "
   pin = resolve_model_pin({"tesla-t4", "B200"}, kLabels);
   CHECK(pin.values == std::vector<std::string>{"Tesla-T4"});
   CHECK(pin.unmatched == std::vector<std::string>{"B200"});
+  CHECK(pin.pinnable);  // no GPU is a B200: no node is lost by pinning to the T4s
+
+  // L4 GPUs exist (known without the label): a pin to the T4s alone would lose those nodes.
+  pin = resolve_model_pin({"tesla-t4", "NVIDIA-L4"}, kLabels, {"tesla-t4", "nvidia-l4"});
+  CHECK(pin.unmatched == std::vector<std::string>{"NVIDIA-L4"});
+  CHECK_FALSE(pin.pinnable);
 
   // Two nodes spelling one model differently: both spellings are pinned.
   pin = resolve_model_pin({"tesla-t4"}, {"Tesla-T4", "TESLA-T4"});

@@ -94,19 +94,28 @@ TEST_CASE("mutating webhook: gpu-models become a required node affinity", "[serv
   CHECK(w.mutate(other).patch.empty());
 }
 
-TEST_CASE("mutating webhook: a name no node label carries leaves the pod unpinned, warned",
+TEST_CASE("mutating webhook: a model GPUs have but no node label names leaves the pod unpinned",
           "[server][webhook]") {
   World w;
-  const json pod = models_pod("Tesla-T4,B200");
   server::AdmissionFacts f = w.facts();
+  // Tesla-T4 GPUs known from the topology annotation only: no node carries the label.
+  f.product_labels.erase("Tesla-T4");
+  REQUIRE(f.model_keys.contains("tesla-t4"));
+  const json pod = models_pod("Tesla-T4,NVIDIA-H100-80GB-HBM3");
   AdmissionVerdict v = server::mutate_pod(pod, f, w.checks);
   CHECK(v.allowed);
   CHECK(v.patch.empty());
   REQUIRE(v.warnings.size() == 1);
-  CHECK_THAT(v.warnings[0], Catch::Contains("gapless.io/gpu-models") && Catch::Contains("B200"));
+  CHECK_THAT(v.warnings[0],
+             Catch::Contains("gapless.io/gpu-models") && Catch::Contains("Tesla-T4"));
+  // A name no GPU has at all does not stop the pin (validation refuses that pod).
+  v = server::mutate_pod(models_pod("NVIDIA-H100-80GB-HBM3,B200"), f, w.checks);
+  CHECK(v.warnings.empty());
+  CHECK(pinned_terms(models_pod("x"), v)[0]["matchExpressions"][0]["values"] ==
+        json::array({"NVIDIA-H100-80GB-HBM3"}));
   // Still loading: nothing pinned (the labels are not known yet).
   f.complete = false;
-  CHECK(server::mutate_pod(models_pod("Tesla-T4"), f, w.checks).patch.empty());
+  CHECK(server::mutate_pod(models_pod("NVIDIA-H100-80GB-HBM3"), f, w.checks).patch.empty());
 }
 
 TEST_CASE("validating webhook: each bad input is refused naming its field", "[server][webhook]") {

@@ -25,12 +25,19 @@ struct ModelPin {
   std::vector<std::string> values;
   // The pod's models that no value matched, in the pod's order.
   std::vector<std::string> unmatched;
+  // Whether the pod may be pinned to `values`: false when an unmatched name is a model GPUs in
+  // the cluster have (known from the gpu-topology annotation on nodes without the label), as a
+  // pin would keep the pod off those nodes. A name no GPU has does not stop the pin: no node
+  // serves it either way (and the validating webhook refuses it).
+  bool pinnable = true;
 };
 
 // `models`: the pod's gapless.io/gpu-models as parse_pod reads them (trimmed, non-empty).
-// `label_values`: every value of nvidia.com/gpu.product some node carries.
+// `label_values`: every value of nvidia.com/gpu.product some node carries. `known_models`: the
+// model::model_key of every GPU model in the cluster, labelled or not.
 ModelPin resolve_model_pin(const std::vector<std::string>& models,
-                           const std::set<std::string>& label_values);
+                           const std::set<std::string>& label_values,
+                           const std::set<std::string>& known_models = {});
 
 // The JSONPatch operations that AND `key In values` into the pod's required node affinity: a
 // new affinity when it has none, else the expression added to each nodeSelectorTerm (terms are

@@ -50,9 +50,10 @@ struct AdmissionVerdict {
   std::vector<std::string> warnings;               // shown by kubectl; never refuse
 };
 
-// The mutating webhook: the model pin for a Gapless pod naming models whose every name matches a
-// label value (a name matching none: no pin, and a warning: a pin without it would keep the pod
-// off nodes that serve it; validation refuses names no GPU in the cluster has). Always allows.
+// The mutating webhook: the model pin for a Gapless pod naming models (k8s::resolve_model_pin).
+// A name no label carries but GPUs in the cluster have: no pin, and a warning (a pin without it
+// would keep the pod off nodes that serve it). Names no GPU has at all are the validating
+// webhook's to refuse. Always allows.
 AdmissionVerdict mutate_pod(const nlohmann::json& pod, const AdmissionFacts& facts,
                             const AdmissionChecks& checks);
 
