@@ -1,7 +1,10 @@
 // The admission webhook's listener and routes (gapless/server/webhook.h).
 #include "gapless/server/webhook.h"
 
+#include <chrono>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <system_error>
 #include <utility>
 
@@ -88,10 +91,10 @@ class WebhookRoutes : public door::RouteTable {
     return door::text_answer(200, "ok\n");
   }
   void handle(const Route& route, door::Request request, door::Reply reply) override {
-    const AdmissionFacts facts = admission_facts(extender_, options_.product_labels);
     const bool mutate = route.name == "/mutate";
     auto answer = answer_review(request.body, [&](const nlohmann::json& pod) {
-      return mutate ? mutate_pod(pod, facts, checks_) : validate_pod(pod, facts, checks_);
+      const std::shared_ptr<const AdmissionFacts> facts = current_facts();
+      return mutate ? mutate_pod(pod, *facts, checks_) : validate_pod(pod, *facts, checks_);
     });
     if (!answer) {
       log_warn("webhook " + route.name + ": " + answer.error());
@@ -109,9 +112,26 @@ class WebhookRoutes : public door::RouteTable {
   }
 
  private:
+  // Every pod creation in the selected namespaces reaches both webhooks, and the facts walk every
+  // node: they are gathered at most once per kFactsTtl (the node informer lags more than that).
+  static constexpr std::chrono::milliseconds kFactsTtl{1000};
+  std::shared_ptr<const AdmissionFacts> current_facts() {
+    std::lock_guard lock(facts_mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (facts_ == nullptr || !facts_->complete || now - facts_at_ >= kFactsTtl) {
+      facts_ = std::make_shared<const AdmissionFacts>(
+          admission_facts(extender_, options_.product_labels));
+      facts_at_ = now;
+    }
+    return facts_;
+  }
+
   Extender& extender_;
   const WebhookOptions& options_;
   const AdmissionChecks checks_;
+  std::mutex facts_mu_;
+  std::shared_ptr<const AdmissionFacts> facts_;
+  std::chrono::steady_clock::time_point facts_at_;
 };
 
 WebhookServer::WebhookServer(Extender& extender, WebhookOptions options)
