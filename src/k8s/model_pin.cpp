@@ -67,6 +67,11 @@ json model_pin_patch(const json& pod, const std::vector<std::string>& values,
   const json* affinity = field(spec, "affinity");
   const json* node_affinity = field(affinity, "nodeAffinity");
   const json* req = field(node_affinity, kRequired);
+  // A level of the wrong type: the API server refuses such a pod; a patch through it would fail.
+  for (const json* level : {spec, affinity, node_affinity, req}) {
+    if (level != nullptr && !level->is_object()) return ops;
+  }
+  if (spec == nullptr) return ops;
   auto add = [&ops](std::string path, json value) {
     ops.push_back({{"op", "add"}, {"path", std::move(path)}, {"value", std::move(value)}});
   };
