@@ -146,8 +146,9 @@ WebhookServer::~WebhookServer() {
 
 Result<int> WebhookServer::bind(const std::string& host, int port) {
   if (!door_->tls()) {
-    return Error{"needs --webhook-tls-cert and --webhook-tls-key (the API server calls "
-                 "admission webhooks over HTTPS only)"};
+    return Error{
+        "needs --webhook-tls-cert and --webhook-tls-key (the API server calls "
+        "admission webhooks over HTTPS only)"};
   }
   return door_->bind(host, port);
 }
