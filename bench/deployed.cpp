@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "gapless/k8s/model_pin.h"
 #include "gapless/k8s/node_inventory.h"
 #include "gapless/k8s/pod_request.h"
 #include "gapless/placement/scheduler.h"
@@ -406,18 +407,29 @@ KubeScheduler::KubeScheduler(const std::vector<model::Node>& nodes, const Schedu
       pick_(seed ^ 0xdeb1045eedULL),
       requested_(nodes.size()) {
   for (std::size_t i = 0; i < nodes.size(); ++i) index_[nodes[i].name] = i;
+  for (const model::Node& n : nodes) {
+    if (!n.gpus.empty()) product_labels_.insert(n.gpus[0].model);  // as node_object labels it
+  }
+}
+
+const std::optional<std::set<std::string>>& KubeScheduler::pin(const TracePod& pod) const {
+  auto [it, fresh] = pins_.try_emplace(pod.gpu_spec);
+  if (fresh) {
+    // Every node is labelled here, so a name no label matches is one no GPU has.
+    k8s::ModelPin p = k8s::resolve_model_pin(pod.gpu_spec, product_labels_);
+    if (p.pinnable) it->second.emplace(p.values.begin(), p.values.end());
+  }
+  return it->second;
 }
 
 bool KubeScheduler::fits(const TracePod& pod, std::size_t n) const {
   const Requested& r = requested_[n];
   const model::Node& node = nodes_[n];
   if (config_.models_as_node_affinity && !pod.gpu_spec.empty()) {
-    // NodeAffinity, `nvidia.com/gpu.product In (models)`: the label is the first GPU's model,
-    // as node_object writes it.
-    const std::string product = node.gpus.empty() ? "" : node.gpus[0].model;
-    if (std::find(pod.gpu_spec.begin(), pod.gpu_spec.end(), product) == pod.gpu_spec.end()) {
-      return false;
-    }
+    // NodeAffinity, `nvidia.com/gpu.product In (pin)`: the label is the first GPU's model, as
+    // node_object writes it.
+    const auto& values = pin(pod);
+    if (values && (node.gpus.empty() || !values->contains(node.gpus[0].model))) return false;
   }
   return r.cpu + pod.cpu_milli <= node.host.cpu_milli &&
          r.memory + pod.memory_mib <= node.host.memory_mib &&

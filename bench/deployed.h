@@ -31,6 +31,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,7 +61,9 @@ struct SchedulerConfig {
   int percentage_of_nodes_to_score = 0;
   // Not read from the YAML (gapless-bench --models-as-node-affinity): every pod that names GPU
   // models also carries them as a required nodeAffinity on nvidia.com/gpu.product, so
-  // kube-scheduler's own NodeAffinity filter, and with it its sample, knows them.
+  // kube-scheduler's own NodeAffinity filter, and with it its sample, knows them. The pin is the
+  // admission webhook's (k8s::resolve_model_pin over the nodes' labels, docs/admission-webhook.md):
+  // pods carry only the annotation, as users write them, and get what the webhook would add.
   bool models_as_node_affinity = false;
 };
 
@@ -146,6 +150,11 @@ class KubeScheduler {
   std::vector<std::string> feasible_;
   std::vector<std::int64_t> total_;
   std::size_t next_start_ = 0;  // nextStartNodeIndex
+  // models_as_node_affinity: the nodes' nvidia.com/gpu.product values, and the pin the webhook
+  // gives each model list (null: none, a name matched no label), computed once per list.
+  std::set<std::string> product_labels_;
+  mutable std::map<std::vector<std::string>, std::optional<std::set<std::string>>> pins_;
+  const std::optional<std::set<std::string>>& pin(const TracePod& pod) const;
 };
 
 // One static run (the paper's procedure, replay()) through the emulated kube-scheduler.

@@ -14,7 +14,7 @@ scripts/deps.sh
 scripts/clang-deps.sh  # clang with libFuzzer, ASan and UBSan
 
 all_targets=(extender_filter extender_prioritize extender_bind extender_preempt pod node topology
-             allocation_record cluster_file quantity json_stream kubeconfig policy)
+             allocation_record cluster_file quantity json_stream kubeconfig policy admission)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 for t in "${targets[@]}"; do

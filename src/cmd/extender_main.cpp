@@ -13,11 +13,13 @@
 #include "demo_cluster.h"
 #include "gapless/k8s/api_client.h"
 #include "gapless/k8s/cluster_file.h"
+#include "gapless/k8s/model_pin.h"
 #include "gapless/policy/loader.h"
 #include "gapless/server/http_server.h"
 #include "gapless/server/log.h"
 #include "gapless/server/policy_watch.h"
 #include "gapless/server/score_warmer.h"
+#include "gapless/server/webhook.h"
 #include "kube_source.h"
 #include "listen_address.h"
 #include "wait_ready.h"
@@ -81,6 +83,9 @@ int main(int argc, char** argv) {
   std::string tls_key;
   std::string client_ca;
   bool version = false;
+  std::string webhook_listen;
+  std::string webhook_cert;
+  std::string webhook_key;
   std::string scheduler_name(k8s::kDefaultSchedulerName);
   k8s::ClaimOptions claims;
   claims.ns = default_namespace();
@@ -161,6 +166,13 @@ int main(int argc, char** argv) {
   app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert");
   app.add_option("--client-ca", client_ca,
                  "require client certificates verified by this PEM CA bundle (needs --tls-cert)");
+  app.add_option("--webhook-listen", webhook_listen,
+                 "HOST:PORT of the admission webhook's HTTPS listener (POST /mutate, /validate; "
+                 "docs/admission-webhook.md), apart from --listen and --probe-listen (default: "
+                 "none)");
+  app.add_option("--webhook-tls-cert", webhook_cert,
+                 "PEM certificate (chain) of --webhook-listen; re-read when the file changes");
+  app.add_option("--webhook-tls-key", webhook_key, "PEM private key of --webhook-tls-cert");
   app.add_option("--claims-namespace", claims.ns,
                  "namespace of the per-node claim ConfigMaps (default: $POD_NAMESPACE, else the "
                  "ServiceAccount's namespace, else gapless-system)")
@@ -291,8 +303,12 @@ int main(int argc, char** argv) {
     server::log_error("--listen must be HOST:PORT, got \"" + listen + "\"");
     return 1;
   }
-  std::string probe_host;
-  int probe_port = 0;
+  std::string probe_host, webhook_host;
+  int probe_port = 0, webhook_port = 0;
+  if (!webhook_listen.empty() && !cmd::split_listen(webhook_listen, &webhook_host, &webhook_port)) {
+    server::log_error("--webhook-listen must be HOST:PORT, got \"" + webhook_listen + "\"");
+    return 1;
+  }
   if (!probe_listen.empty() && !cmd::split_listen(probe_listen, &probe_host, &probe_port)) {
     server::log_error("--probe-listen must be HOST:PORT, got \"" + probe_listen + "\"");
     return 1;
@@ -341,6 +357,7 @@ int main(int argc, char** argv) {
   http_options.metrics = &metrics;
   // Bound (and the TLS files loaded) before the cluster is watched: a bad flag or a busy port
   // fails the start at once.
+  const door::DoorOptions http_options_copy = http_options;  // the webhook's bounds
   server::HttpServer http(extender, std::move(http_options));
   auto bound = http.bind(host, port);
   if (!bound) {
@@ -355,6 +372,28 @@ int main(int argc, char** argv) {
     }
     server::log_info("probes (/healthz, /readyz, /version, /metrics) on http://" + probe_host +
                      ":" + std::to_string(*probes));
+  }
+  std::optional<server::WebhookServer> webhook;
+  if (!webhook_listen.empty()) {
+    server::WebhookOptions o;
+    static_cast<door::DoorOptions&>(o) = http_options_copy;
+    o.tls_cert_file = webhook_cert;
+    o.tls_key_file = webhook_key;
+    o.client_ca_file.clear();
+    o.scheduler_name = scheduler_name;
+    if (kube) {
+      o.product_labels = [&kube] {
+        return kube->node_facts().label_values(std::string(k8s::kGpuProductLabel));
+      };
+    }
+    webhook.emplace(extender, std::move(o));
+    auto w = webhook->bind(webhook_host, webhook_port);
+    if (!w) {
+      server::log_error("refusing to start: --webhook-listen: " + w.error());
+      return 1;
+    }
+    server::log_info("admission webhook (/mutate, /validate) on https://" + webhook_host + ":" +
+                     std::to_string(*w));
   }
   if (kube && pairing_wait > 0) {
     using std::chrono::duration_cast;
@@ -386,7 +425,9 @@ int main(int argc, char** argv) {
                    ":" + std::to_string(*bound) + server::normalize_prefix(prefix) +
                    " (policy: " + extender.policy_source() +
                    (client_ca.empty() ? "" : "; client certificates required") + ")");
+  if (webhook) webhook->start();
   http.serve();
+  if (webhook) webhook->stop();
   if (signal_thread.joinable()) {
     // serve() also returns if the listener fails; wake the signal thread so it can exit.
     pthread_kill(signal_thread.native_handle(), SIGTERM);

@@ -33,6 +33,8 @@ class KubeSource {
   ~KubeSource();  // stops and joins the informers
 
   gapless::k8s::Binder& binder() { return binder_; }
+  // The nodes as the node informer last saw them (labels: the admission webhook's pins).
+  const gapless::k8s::NodeFactsStore& node_facts() const { return node_facts_; }
   // Starts the informers feeding `extender`, makes it ready once every list is applied (a
   // quota selecting namespaces must not be judged before their labels are known), and makes its
   // binds claim their GPUs first.

@@ -231,6 +231,26 @@ Door::~Door() {
   stop();
 }
 
+Status Door::reload_tls() {
+  if (!core_->tls) return Error{"not serving HTTPS"};
+  // Loaded into a scratch context first: a half-written or mismatched pair never reaches clients.
+  std::shared_ptr<SSL_CTX> scratch(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
+  if (scratch == nullptr) return Error{"cannot create a TLS context: " + openssl_error()};
+  DoorOptions pair_only = options_;
+  pair_only.client_ca_file.clear();
+  if (Status s = setup_tls(*scratch, pair_only); !s) return s;
+  // Handed over on the loop, the only thread that makes connections from the live context.
+  asio::post(core_->io, [core = core_.get(), scratch] {
+    SSL_CTX* live = core->tls->native_handle();
+    STACK_OF(X509)* chain = nullptr;
+    SSL_CTX_get0_chain_certs(scratch.get(), &chain);
+    SSL_CTX_use_certificate(live, SSL_CTX_get0_certificate(scratch.get()));
+    SSL_CTX_set1_chain(live, chain);
+    SSL_CTX_use_PrivateKey(live, SSL_CTX_get0_privatekey(scratch.get()));
+  });
+  return Status::Ok();
+}
+
 std::size_t Door::queued_connections() const {
   return core_->pool.queued();
 }

@@ -129,6 +129,15 @@ std::optional<NodeFacts> NodeFactsStore::find(const std::string& name) const {
   return it->second;
 }
 
+std::set<std::string> NodeFactsStore::label_values(const std::string& key) const {
+  std::set<std::string> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [name, facts] : nodes_) {
+    if (auto it = facts.labels.find(key); it != facts.labels.end()) out.insert(it->second);
+  }
+  return out;
+}
+
 void NodeFactsStore::replace(const std::vector<json>& nodes) {
   std::unordered_map<std::string, NodeFacts> fresh;
   for (const json& n : nodes) {

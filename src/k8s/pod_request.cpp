@@ -64,8 +64,7 @@ Status check_mig_profile(const std::string& resource, const std::string& profile
   if (std::binary_search(known.begin(), known.end(), profile)) return Status::Ok();
   std::string names;
   for (std::string_view k : known) names += (names.empty() ? "" : ", ") + std::string(k);
-  return Error{"unknown MIG profile " + profile + " (resource " + resource +
-               "); known profiles: " + names};
+  return Error{resource + ": unknown MIG profile " + profile + "; known profiles: " + names};
 }
 
 // Adds one resource list (limits or requests) of a container; `skip` names resources already

@@ -14,6 +14,12 @@ std::optional<FilterResult::Reason> QuotaStage::pre_filter(const StageCall& call
   return FilterResult::Reason{std::move(why), "over_quota", true};
 }
 
+std::string QuotaStage::never_fits(const std::vector<Quota>& quotas, std::int64_t cluster_gpus,
+                                   const std::string& ns, const QuotaAmounts& ask) const {
+  const QuotaLedger nothing_running;
+  return over_quota(quotas, QuotaView{nothing_running, cluster_gpus, &namespaces_}, ns, ask);
+}
+
 void QuotaStage::filter(const StageCall& call, FilterResult* r,
                         std::vector<const model::Node*>* passed_nodes) const {
   if (call.quotas.empty()) return;

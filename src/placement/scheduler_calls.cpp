@@ -61,6 +61,16 @@ std::vector<QuotaRow> Scheduler::quota_rows() const {
   return stages_.quotas->rows(loaded->policy.quotas, call(loaded->policy, none, {}).cluster_gpus);
 }
 
+std::string Scheduler::quota_never_fits(const model::PodInfo& pod,
+                                        const model::GpuRequest& req) const {
+  const auto loaded = policy();
+  if (loaded->policy.quotas.empty()) return "";
+  std::shared_lock lock(mu_);
+  return stages_.quotas->never_fits(loaded->policy.quotas,
+                                    call(loaded->policy, pod, req).cluster_gpus, pod.ns,
+                                    quota_demand(req));
+}
+
 void Scheduler::set_namespaces(NamespaceLabels all) {
   auto lock = lock_for_write();
   stages_.quotas->set_namespaces(std::move(all));

@@ -181,6 +181,21 @@ TEST_CASE("with its models as a node affinity, the sample holds only nodes of th
   CHECK(aware.calls[0].size() == 100);
   for (const std::string& name : aware.calls[0]) CHECK(std::stoi(name.substr(1)) % 3 == 0);
 
+  // The pin is the admission webhook's: names match the labels case-insensitively...
+  pod.gpu_spec = {"a100"};
+  FilterLog lower;
+  KubeScheduler webhook(nodes, c, lower, 42);
+  webhook.schedule(pod, "r", &granted);
+  REQUIRE(lower.calls.size() == 1);
+  CHECK(lower.calls[0] == aware.calls[0]);
+  // ...and a name no GPU has leaves the pin to the others.
+  pod.gpu_spec = {"A100", "B200"};
+  FilterLog partly;
+  KubeScheduler rest(nodes, c, partly, 42);
+  rest.schedule(pod, "s", &granted);
+  REQUIRE(partly.calls.size() == 1);
+  CHECK(partly.calls[0] == aware.calls[0]);
+
   // A pod naming no model is not restricted.
   pod.gpu_spec.clear();
   FilterLog any;

@@ -66,7 +66,11 @@ expect_kind RoleBinding 1 9
 expect_kind ConfigMap 3 3
 expect_kind Deployment 1 1
 expect_kind DaemonSet 1 1
-expect_kind Service 1 1
+expect_kind Service 2 2
+expect_kind MutatingWebhookConfiguration 1 1
+expect_kind ValidatingWebhookConfiguration 1 1
+expect_kind Certificate 2 2
+expect_kind Issuer 2 2
 expect_kind PodDisruptionBudget 1 1
 expect_kind NetworkPolicy 2 2
 
@@ -101,7 +105,8 @@ AGENT_OBJECTS = {("DaemonSet", "gapless-agent"), ("ServiceAccount", "gapless-nod
 check(sorted(d["metadata"]["name"] for d in objs("Namespace")) == [AGENT_NS, NS],
       f"namespaces {NS} and {AGENT_NS}")
 for d in docs:
-    if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+    if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding",
+                         "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         if not (d["kind"] == "RoleBinding" and d["metadata"].get("namespace") == "kube-system"):
             want = AGENT_NS if (d["kind"], d["metadata"]["name"]) in AGENT_OBJECTS else NS
             check(d["metadata"].get("namespace") == want, f"{d['kind']} {d['metadata']['name']} in {want}")
@@ -253,7 +258,40 @@ check(listen == ["127.0.0.1:8888"], "extender verbs, /debug and /ui on loopback 
 probe_listen = [a.split("=", 1)[1] for a in ge_args if a.startswith("--probe-listen=")]
 check(probe_listen == ["0.0.0.0:8889"], "extender probe listener on 0.0.0.0:8889")
 ports = {p.get("name"): p["containerPort"] for p in ge.get("ports", [])}
-check(list(ports.values()) == [8889], "the extender exposes only the probe port 8889")
+check(list(ports.values()) == [8889, 9443], "the extender exposes only the probe port 8889 and the webhook 9443")
+wh_listen = [a.split("=", 1)[1] for a in ge_args if a.startswith("--webhook-listen=")]
+check(wh_listen == ["0.0.0.0:9443"], "extender webhook listener on 0.0.0.0:9443")
+def mount_of(c, vol):
+    return [m.get("mountPath") for m in c.get("volumeMounts", []) if m.get("name") == vol]
+check(volumes.get("webhook-tls", {}).get("secret", {}).get("secretName") == "gapless-webhook-tls"
+      and mount_of(ge, "webhook-tls") == ["/etc/gapless/webhook"]
+      and "--webhook-tls-cert=/etc/gapless/webhook/tls.crt" in ge_args
+      and "--webhook-tls-key=/etc/gapless/webhook/tls.key" in ge_args,
+      "webhook certificate: cert-manager's Secret mounted where the flags read it")
+# The webhooks: Gapless's Service and paths, chosen failure policy, no side effects, v1 only,
+# never the control plane's or Gapless's own namespaces.
+wsvc = one("Service", "gapless-webhook")
+wsp = wsvc.get("spec", {}).get("ports", [])
+check(len(wsp) == 1 and wsp[0].get("port") == 443 and ports.get(wsp[0].get("targetPort")) == 9443,
+      "Service gapless-webhook 443 -> 9443")
+cert = one("Certificate", "gapless-webhook")
+check(cert.get("spec", {}).get("secretName") == "gapless-webhook-tls"
+      and "gapless-webhook.gapless-system.svc" in cert.get("spec", {}).get("dnsNames", []),
+      "cert-manager Certificate for gapless-webhook.gapless-system.svc into gapless-webhook-tls")
+for kind, path in (("MutatingWebhookConfiguration", "/mutate"), ("ValidatingWebhookConfiguration", "/validate")):
+    cfg = one(kind, "gapless")
+    check(cfg.get("metadata", {}).get("annotations", {}).get("cert-manager.io/inject-ca-from") == "gapless-system/gapless-webhook",
+          f"{kind}: caBundle injected by cert-manager")
+    for h in cfg.get("webhooks", []):
+        svc_ref = h.get("clientConfig", {}).get("service", {})
+        excluded = [v for e in h.get("namespaceSelector", {}).get("matchExpressions", [])
+                    if e.get("key") == "kubernetes.io/metadata.name" and e.get("operator") == "NotIn"
+                    for v in e.get("values", [])]
+        check(svc_ref == {"name": "gapless-webhook", "namespace": NS, "path": path, "port": 443}
+              and h.get("failurePolicy") == "Ignore" and h.get("sideEffects") == "None"
+              and h.get("admissionReviewVersions") == ["v1"] and 1 <= h.get("timeoutSeconds", 0) <= 10
+              and {"kube-system", NS, AGENT_NS} <= set(excluded),
+              f"{kind} {h.get('name')}: {path}, Ignore, no side effects, v1, excludes system namespaces")
 def probe_port(probe):
     p = probe.get("httpGet", {}).get("port")
     return ports.get(p) if isinstance(p, str) else p
@@ -297,8 +335,8 @@ def ingress_ports(name, ns):
     return (np.get("podSelector", {}).get("matchLabels"), np.get("policyTypes"),
             sorted(p["port"] for r in np.get("ingress", []) for p in r.get("ports", [])),
             all("from" not in r for r in np.get("ingress", [])))
-check(ingress_ports("gapless-scheduler", NS) == (spec.get("selector", {}).get("matchLabels"), ["Ingress"], [8889, 10259], True),
-      "NetworkPolicy gapless-scheduler: ingress only on 8889 and 10259")
+check(ingress_ports("gapless-scheduler", NS) == (spec.get("selector", {}).get("matchLabels"), ["Ingress"], [8889, 9443, 10259], True),
+      "NetworkPolicy gapless-scheduler: ingress only on 8889, 9443 and 10259")
 check(svc.get("metadata", {}).get("annotations", {}).get("prometheus.io/scrape") == "true", "prometheus scrape annotation")
 
 # The node agent: its own identity, allowed to get and patch Nodes, list Pods and patch them (the

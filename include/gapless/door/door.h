@@ -122,6 +122,10 @@ class Door {
   // being handled finish and are answered; connections still waiting for a worker are closed
   // unanswered, idle ones at once.
   void stop();
+  // HTTPS: reads the certificate and key files again (they were renewed) and hands the pair to
+  // connections accepted from then on; open ones keep theirs. A pair that cannot be loaded, or
+  // whose key does not match, leaves the served one in place and says why. Any thread.
+  Status reload_tls();
 
   bool tls() const { return !options_.tls_cert_file.empty(); }
   // The pool's state, for tests and diagnostics: requests waiting for a worker, and workers

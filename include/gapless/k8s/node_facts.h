@@ -6,6 +6,7 @@
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -29,6 +30,8 @@ class NodeFactsStore {
   // `inner` (ClusterSync's node handlers) first, then this store, for every list and event.
   InformerHandlers feed(InformerHandlers inner);
   std::optional<NodeFacts> find(const std::string& name) const;
+  // Every value of label `key` on the nodes (the admission webhook's nvidia.com/gpu.product).
+  std::set<std::string> label_values(const std::string& key) const;
   void replace(const std::vector<nlohmann::json>& nodes);
   void apply(const std::string& type, const nlohmann::json& node);
 

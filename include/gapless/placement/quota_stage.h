@@ -38,6 +38,11 @@ class QuotaStage final : public Stage {
   void set_namespaces(NamespaceLabels all) { namespaces_ = std::move(all); }
   void set_namespace(const std::string& ns, model::Labels labels);
   void erase_namespace(const std::string& ns) { namespaces_.erase(ns); }
+  // Why `ask` goes over a quota of `ns` even with nothing of the tenant running (the limit is
+  // below the ask itself); empty when some moment could admit it. The admission webhook refuses
+  // such a pod at creation instead of leaving it Pending forever.
+  std::string never_fits(const std::vector<Quota>& quotas, std::int64_t cluster_gpus,
+                         const std::string& ns, const QuotaAmounts& ask) const;
   // Usage and limits of `quotas`, per namespace (for metrics).
   std::vector<QuotaRow> rows(const std::vector<Quota>& quotas, std::int64_t cluster_gpus) const;
 

@@ -148,6 +148,9 @@ class Scheduler {
 
   // Usage and limits of the current policy's quotas, per namespace (for metrics).
   std::vector<QuotaRow> quota_rows() const;
+  // Why the pod could never fit its namespace's quotas under the current policy, even with
+  // nothing of its tenant running (QuotaStage::never_fits); empty when it could.
+  std::string quota_never_fits(const model::PodInfo& pod, const model::GpuRequest& req) const;
   // The cluster's namespaces and their labels, which quotas' namespace selectors match (the
   // driver's namespace informer feeds them); a full list, one, or one gone (quota_stage.h).
   void set_namespaces(NamespaceLabels all);
