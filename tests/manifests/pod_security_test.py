@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Every pod template in manifests/ is admitted by its namespace's Pod Security level, and the
-local end-to-end check's overlay (tests/e2e/overlay) changes nothing users would not have.
+local end-to-end check's overlay (tests/e2e/overlay) changes nothing users would not have. The
+same holds for manifests/ with the opt-in admission webhook Component (manifests/webhook/).
 
 Issue 37: installed by hand, the agent DaemonSet was refused by PodSecurity admission (hostPath
 volumes and root in a namespace enforcing "restricted"); `kubectl apply -k` said "created" and no
@@ -78,12 +79,13 @@ def checker_cases():
     check(pss.violations(RESTRICTED_POD, {}, "strict") != [], "an unknown level is an error")
 
 
-def render(root, folder):
+def render(root, folder, command=None):
+    """`kubectl kustomize` of folder, or what command prints (a rendering of its own)."""
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         print(f"SKIP: kubectl not found; {folder} not rendered", file=sys.stderr)
         sys.exit(77 if not errors else 1)
-    out = subprocess.run([kubectl, "kustomize", os.path.join(root, folder)],
+    out = subprocess.run(command or [kubectl, "kustomize", os.path.join(root, folder)],
                          capture_output=True, text=True)
     if out.returncode != 0:
         print(out.stderr, file=sys.stderr)
@@ -120,24 +122,24 @@ def overlay_cases(base, overlay):
               f"the e2e overlay changes only images, pull policy and the fake NVML in {' '.join(k)}")
 
 
-def manifests_cases(docs):
+def manifests_cases(docs, variant=""):
     levels = pss.enforce_levels(docs)
     templates = list(pss.pod_templates(docs))
-    check(len(templates) >= 2, f"{len(templates)} pod templates found")
+    check(len(templates) >= 2, f"{variant}{len(templates)} pod templates found")
     for kind, name, ns, meta, spec in templates:
-        check(ns in levels, f"{kind} {name}: its namespace {ns} is declared in manifests/")
+        check(ns in levels, f"{variant}{kind} {name}: its namespace {ns} is declared in manifests/")
         level = levels.get(ns, "undeclared")
         bad = pss.violations(spec, meta, level)
-        check(not bad, f"{kind} {ns}/{name} admitted at its namespace's level {level!r}"
+        check(not bad, f"{variant}{kind} {ns}/{name} admitted at its namespace's level {level!r}"
               + (": " + "; ".join(bad) if bad else ""))
     # The defect this test exists for: the agent's template under "restricted" is refused, so it
     # must never share a namespace that enforces it.
     agent = [t for t in templates if t[0] == "DaemonSet" and t[1] == "gapless-agent"]
     check(len(agent) == 1 and pss.violations(agent[0][4], agent[0][3], "restricted") != [],
-          "the agent's template would be refused under restricted (hostPath, root)")
+          f"{variant}the agent's template would be refused under restricted (hostPath, root)")
     scheduler = [t for t in templates if t[0] == "Deployment" and t[1] == "gapless-scheduler"]
     check(len(scheduler) == 1 and levels.get(scheduler[0][2]) == "restricted",
-          "the scheduler's namespace enforces restricted")
+          f"{variant}the scheduler's namespace enforces restricted")
 
 
 def main():
@@ -145,6 +147,12 @@ def main():
     checker_cases()
     base = render(root, "manifests")
     manifests_cases(base)
+    # The opt-in admission webhook Component adds a Secret volume to the scheduler's pods.
+    webhook = render(root, "manifests with components: [webhook]",
+                     ["bash", os.path.join(root, "tests/manifests/render_webhook.sh"), root])
+    check(any(d["kind"] == "MutatingWebhookConfiguration" for d in webhook),
+          "manifests/ with the webhook Component rendered")
+    manifests_cases(webhook, "with the webhook: ")
     overlay_cases(base, render(root, "tests/e2e/overlay"))
     print("pod security: " + ("FAILED" if errors else "all checks passed"))
     return 1 if errors else 0
