@@ -1,0 +1,85 @@
+// The limit in gapless-bench's output (limit_report.h).
+#include "limit_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <vector>
+
+namespace gapless::bench {
+namespace {
+
+Summary over_seeds(const LimitCell& cell, double Limit::*field) {
+  std::vector<double> v;
+  for (const Limit& l : cell.limits) v.push_back(l.*field);
+  return summarize(v);
+}
+
+std::string num(double x, int decimals) {
+  if (std::isnan(x)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
+  return buf;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out + "\"";
+}
+
+// The fields every limit line has: "limit":true, trace, policy, seeds, unallocated statistics.
+std::string head(const LimitCell& cell, const std::string& policy, double Limit::*field) {
+  std::vector<double> v;
+  for (const Limit& l : cell.limits) v.push_back(l.*field);
+  const Summary s = summarize(v);
+  const double lo = v.empty() ? NAN : *std::min_element(v.begin(), v.end());
+  const double hi = v.empty() ? NAN : *std::max_element(v.begin(), v.end());
+  std::ostringstream o;
+  o << "{\"limit\":true,\"trace\":" << json_string(cell.trace)
+    << ",\"policy\":" << json_string(policy) << ",\"seeds\":[";
+  for (std::size_t i = 0; i < cell.seeds.size(); ++i) o << (i ? "," : "") << cell.seeds[i];
+  o << "],\"unallocated_mean\":" << num(s.mean, 3) << ",\"unallocated_sd\":" << num(s.sd, 3)
+    << ",\"unallocated_min\":" << num(lo, 3) << ",\"unallocated_max\":" << num(hi, 3);
+  return o.str();
+}
+
+std::string first_error(const LimitCell& cell) {
+  for (const Limit& l : cell.limits)
+    if (!l.error.empty()) return l.error;
+  return "";
+}
+
+}  // namespace
+
+Summary bound_summary(const LimitCell& cell) {
+  return over_seeds(cell, &Limit::bound_pct);
+}
+Summary offline_summary(const LimitCell& cell) {
+  return over_seeds(cell, &Limit::offline_pct);
+}
+
+std::string limit_json_lines(const LimitCell& cell) {
+  std::vector<double> seconds;
+  int columns = 0, rows = 0;
+  for (const Limit& l : cell.limits) {
+    seconds.push_back(l.lp_seconds);
+    columns = std::max(columns, l.lp_columns);
+    rows = std::max(rows, l.lp_rows);
+  }
+  const std::string error = first_error(cell);
+  const std::string tail = error.empty() ? "}" : ",\"error\":" + json_string(error) + "}";
+  std::ostringstream o;
+  o << head(cell, "lp-bound", &Limit::bound_pct)
+    << ",\"lp_seconds_mean\":" << num(summarize(seconds).mean, 3) << ",\"lp_seconds_max\":"
+    << num(seconds.empty() ? NAN : *std::max_element(seconds.begin(), seconds.end()), 3)
+    << ",\"lp_columns\":" << columns << ",\"lp_rows\":" << rows << tail << "\n"
+    << head(cell, "offline", &Limit::offline_pct) << tail;
+  return o.str();
+}
+
+}  // namespace gapless::bench
