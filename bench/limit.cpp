@@ -102,6 +102,7 @@ Limit compute_limit(const std::vector<model::Node>& nodes, const Workload& w, co
   out.lp_rows = lp.rows;
   const OfflinePacking packed = offline_pack(nodes, w, in, lp);
   out.offline_pct = unallocated_pct(static_cast<double>(packed.allocated_milli), capacity);
+  out.offline_method = packed.method;
   out.error = !lp.error.empty() ? lp.error : packed.error;
   return out;
 }

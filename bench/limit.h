@@ -63,6 +63,7 @@ struct Limit {
   double bound_pct = 0;    // lower bound on unallocated GPU %: no placement leaves less
   double offline_pct = 0;  // unallocated GPU % of the offline packing (a real, checked placement)
   double lp_seconds = 0;   // wall time of the LP solve
+  std::string offline_method;  // which offline packing won (OfflinePacking::method)
   int lp_columns = 0, lp_rows = 0;
   std::string error;  // set when the LP failed or the packing did not validate
 };

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -54,6 +55,16 @@ std::string first_error(const LimitCell& cell) {
   return "";
 }
 
+// How often each offline packing won: {"lp-plan":7,"engine-lp-first":3}.
+std::string methods(const LimitCell& cell) {
+  std::map<std::string, int> wins;
+  for (const Limit& l : cell.limits) wins[l.offline_method] += 1;
+  std::string out = "{";
+  for (const auto& [method, n] : wins)
+    out += (out.size() > 1 ? "," : "") + json_string(method) + ":" + std::to_string(n);
+  return out + "}";
+}
+
 }  // namespace
 
 Summary bound_summary(const LimitCell& cell) {
@@ -78,7 +89,7 @@ std::string limit_json_lines(const LimitCell& cell) {
     << ",\"lp_seconds_mean\":" << num(summarize(seconds).mean, 3) << ",\"lp_seconds_max\":"
     << num(seconds.empty() ? NAN : *std::max_element(seconds.begin(), seconds.end()), 3)
     << ",\"lp_columns\":" << columns << ",\"lp_rows\":" << rows << tail << "\n"
-    << head(cell, "offline", &Limit::offline_pct) << tail;
+    << head(cell, "offline", &Limit::offline_pct) << ",\"methods\":" << methods(cell) << tail;
   return o.str();
 }
 

@@ -17,7 +17,8 @@ Summary offline_summary(const LimitCell& cell);
 // plots read them alike: policy "lp-bound" and policy "offline", each with "limit":true, trace,
 // seeds, unallocated_mean, unallocated_sd, unallocated_min, unallocated_max; the bound's also
 // lp_seconds_mean, lp_seconds_max, lp_columns and lp_rows (the largest over seeds); "error" where
-// a seed's LP failed (its bound is then 0 %) or its packing failed its checks.
+// a seed's LP failed (its bound is then 0 %) or its packing failed its checks; the offline
+// line also "methods", how many seeds each offline packing won.
 std::string limit_json_lines(const LimitCell& cell);
 
 }  // namespace gapless::bench

@@ -46,8 +46,27 @@ std::vector<std::vector<int>> pods_by_type(const LimitInstance& in, const LpBoun
   return by_type;
 }
 
-// Whole-GPU pods as items of their own; shares packed onto GPUs best-fit decreasing.
-std::vector<Item> items_of(const Workload& w, const std::vector<int>& pods) {
+// The GPU (an item holding shares, by compute left) a share goes to: among the tightest that
+// take its compute, the first that stays within the node's CPU and memory per GPU, else the
+// tightest. by_room.end(): none takes it.
+std::multimap<int, std::size_t>::iterator gpu_for(std::multimap<int, std::size_t>& by_room,
+                                                  const std::vector<Item>& items,
+                                                  const model::GpuRequest& r, const NodeType& t) {
+  constexpr int kLooked = 64;  // candidates tried for the host budget
+  const std::int64_t cpu = t.cpu_milli / std::max(1, t.gpus);
+  const std::int64_t memory = t.memory_mib / std::max(1, t.gpus);
+  const auto first = by_room.lower_bound(r.shared.compute_milli);
+  int looked = 0;
+  for (auto it = first; it != by_room.end() && looked < kLooked; ++it, ++looked) {
+    const Item& item = items[it->second];
+    if (item.cpu + r.host.cpu_milli <= cpu && item.memory + r.host.memory_mib <= memory) return it;
+  }
+  return first;
+}
+
+// Whole-GPU pods as items of their own; shares packed onto GPUs best-fit decreasing, keeping
+// each GPU's shares within the node's CPU and memory per GPU where they can be.
+std::vector<Item> items_of(const Workload& w, const std::vector<int>& pods, const NodeType& t) {
   std::vector<Item> items;
   std::vector<int> shares;
   for (int pod : pods) {
@@ -62,7 +81,7 @@ std::vector<Item> items_of(const Workload& w, const std::vector<int>& pods) {
   std::multimap<int, std::size_t> by_room;  // compute left -> item
   for (int pod : shares) {
     const model::GpuRequest& r = w.requests[pod];
-    auto it = by_room.lower_bound(milli(pod));
+    auto it = gpu_for(by_room, items, r, t);
     std::size_t i = items.size();
     if (it == by_room.end()) {
       items.push_back({{}, 1, 0, 0, 0});
@@ -243,7 +262,7 @@ std::vector<PlannedPod> plan_from_lp(const std::vector<model::Node>& nodes, cons
     std::vector<Room*> of_type;
     for (Room& r : rooms)
       if (in.node_type[r.node] == static_cast<int>(t)) of_type.push_back(&r);
-    for (Item& i : fill_type(items_of(w, by_type[t]), in.types[t], of_type))
+    for (Item& i : fill_type(items_of(w, by_type[t], in.types[t]), in.types[t], of_type))
       left.push_back(std::move(i));
   }
   place_elsewhere(nodes, w, std::move(left), rooms);

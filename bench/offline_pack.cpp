@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
 
@@ -12,9 +13,13 @@
 #include "gapless/placement/strategy.h"
 #include "lp_plan.h"
 #include "placer.h"
+#include "trace.h"
 
 namespace gapless::bench {
 namespace {
+
+// LPs solved again on what is left after the first plan (each about as fast as the first).
+constexpr int kResidualRounds = 3;
 
 // Larger GPU asks first; among equals, the pickier (fewer allowed models) and the larger CPU ask.
 std::vector<int> packing_order(const Workload& w, std::vector<int> pods) {
@@ -138,6 +143,32 @@ class Packer {
     auto a = best_fit(view_, w_.requests[pod], next_uid());
     if (!a || !commit(pod, *a)) ++out.dropped;
   }
+  // What is left to place on: per node with idle GPUs and CPU left, a fresh node of those GPUs
+  // (renumbered from 0) and that CPU and memory; `gpu_of[i]` maps the renumbered GPUs back.
+  struct Residual {
+    std::vector<model::Node> nodes;
+    std::vector<std::vector<int>> gpu_of;
+  };
+  Residual residual() const {
+    Residual r;
+    for (const model::Node* n : view_) {
+      std::vector<int> idle;
+      for (const model::Gpu& g : n->gpus)
+        if (g.used.idle()) idle.push_back(g.index);
+      const model::HostResources left{n->host.cpu_milli - n->host_used.cpu_milli,
+                                      n->host.memory_mib - n->host_used.memory_mib};
+      if (idle.empty() || left.cpu_milli <= 0 || left.memory_mib <= 0) continue;
+      r.nodes.push_back(to_node({n->name, left.cpu_milli, left.memory_mib,
+                                 static_cast<int>(idle.size()), n->gpus.front().model}));
+      r.gpu_of.push_back(std::move(idle));
+    }
+    return r;
+  }
+  // How many arrivals of the pod are placed (the tuned arrivals may repeat a pod).
+  int placed(int pod) const {
+    auto it = placed_.find(pod);
+    return it == placed_.end() ? 0 : it->second;
+  }
   OfflinePacking finish() {
     if (out.error.empty()) out.error = check(cluster_, w_, uid_pod_, out.allocated_milli);
     if (!out.error.empty()) out.allocated_milli = 0;
@@ -153,6 +184,7 @@ class Packer {
       return false;
     }
     uid_pod_.push_back(pod);
+    ++placed_[pod];
     out.allocated_milli += granted_milli(a);
     ++out.placed;
     return true;
@@ -161,6 +193,7 @@ class Packer {
   model::Cluster cluster_;
   std::vector<const model::Node*> view_;
   std::vector<int> uid_pod_;  // uid (its index) -> pod
+  std::map<int, int> placed_;
 };
 
 // The LP's chosen pods (its counts per shape rounded down) first, in arrival order, then the
@@ -218,18 +251,50 @@ OfflinePacking engine_lp_first(const std::vector<model::Node>& nodes, const Work
   return out;
 }
 
-// The plan from the LP's optimum, then best fit decreasing for every pod it left out.
+// Commits the plan the LP's optimum for `in` suggests; pods the engine refuses stay out.
+void commit_plan(Packer& packer, const std::vector<model::Node>& nodes, const Workload& w,
+                 const LimitInstance& in, const LpBound& lp,
+                 const std::vector<std::vector<int>>* gpu_of = nullptr) {
+  for (PlannedPod p : plan_from_lp(nodes, w, in, lp)) {
+    if (gpu_of != nullptr)
+      for (int& g : p.gpus) g = (*gpu_of)[p.node][g];
+    packer.commit_planned(p, nodes[p.node].name);
+  }
+}
+
+// The arrivals among `pods` not placed: as many of each pod as were not.
+std::vector<int> not_placed(const Packer& packer, const std::vector<int>& pods) {
+  std::map<int, int> placed;
+  std::vector<int> left;
+  for (int pod : pods) {
+    auto [it, added] = placed.emplace(pod, 0);
+    if (added) it->second = packer.placed(pod);
+    if (it->second > 0) {
+      --it->second;
+    } else {
+      left.push_back(pod);
+    }
+  }
+  return left;
+}
+
+// The plan from the LP's optimum; then, a few times, the same for the pods left out on the
+// idle GPUs left (an LP of its own: rounding loses less of a smaller problem); then best fit
+// decreasing for every pod still out.
 OfflinePacking plan_then_fill(const std::vector<model::Node>& nodes, const Workload& w,
                               const LimitInstance& in, const LpBound& lp) {
   Packer packer(nodes, w);
-  std::vector<bool> planned(w.pods.size(), false);
-  for (const PlannedPod& p : plan_from_lp(nodes, w, in, lp)) {
-    if (packer.commit_planned(p, nodes[p.node].name)) planned[p.pod] = true;
+  commit_plan(packer, nodes, w, in, lp);
+  std::vector<int> left = not_placed(packer, in.pods);
+  for (int round = 0; round < kResidualRounds && !left.empty(); ++round) {
+    const Packer::Residual r = packer.residual();
+    const LimitInstance again = make_limit_instance(r.nodes, w, left);
+    commit_plan(packer, r.nodes, w, again, solve_lp_bound(again), &r.gpu_of);
+    const std::size_t before = left.size();
+    left = not_placed(packer, in.pods);
+    if (left.size() == before) break;
   }
-  std::vector<int> rest;
-  for (int pod : in.pods)
-    if (!planned[pod]) rest.push_back(pod);
-  for (int pod : packing_order(w, rest)) packer.best_fit_or_drop(pod);
+  for (int pod : packing_order(w, left)) packer.best_fit_or_drop(pod);
   return packer.finish();
 }
 

@@ -256,13 +256,14 @@ TEST_CASE("the limit of empty or odd input is computed without a crash", "[bench
 
 TEST_CASE("the limit's JSON lines read like a policy's", "[bench][limit]") {
   LimitCell c{"default", {42, 43}, {}};
-  c.limits.push_back({3.0, 3.2, 0.5, 10, 5, ""});
-  c.limits.push_back({3.2, 3.4, 0.7, 12, 6, ""});
+  c.limits.push_back({3.0, 3.2, 0.5, "lp-plan", 10, 5, ""});
+  c.limits.push_back({3.2, 3.4, 0.7, "lp-plan", 12, 6, ""});
   const std::string lines = limit_json_lines(c);
   CHECK(lines.find("\"policy\":\"lp-bound\"") != std::string::npos);
   CHECK(lines.find("\"policy\":\"offline\"") != std::string::npos);
   CHECK(lines.find("\"unallocated_mean\":3.100") != std::string::npos);
   CHECK(lines.find("\"unallocated_max\":3.400") != std::string::npos);
   CHECK(lines.find("\"lp_columns\":12") != std::string::npos);
+  CHECK(lines.find("\"methods\":{\"lp-plan\":2}") != std::string::npos);
   CHECK(lines.find("error") == std::string::npos);
 }
