@@ -1,6 +1,8 @@
 // The limit in gapless-bench's output (limit_report.h).
 #include "limit_report.h"
 
+#include "report.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,22 +19,6 @@ Summary over_seeds(const LimitCell& cell, double Limit::*field) {
   return summarize(v);
 }
 
-std::string num(double x, int decimals) {
-  if (std::isnan(x)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
-  return buf;
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out + "\"";
-}
-
 // The fields every limit line has: "limit":true, trace, policy, seeds, unallocated statistics.
 std::string head(const LimitCell& cell, const std::string& policy, double Limit::*field) {
   std::vector<double> v;
@@ -41,11 +27,13 @@ std::string head(const LimitCell& cell, const std::string& policy, double Limit:
   const double lo = v.empty() ? NAN : *std::min_element(v.begin(), v.end());
   const double hi = v.empty() ? NAN : *std::max_element(v.begin(), v.end());
   std::ostringstream o;
-  o << "{\"limit\":true,\"trace\":" << json_string(cell.trace)
-    << ",\"policy\":" << json_string(policy) << ",\"seeds\":[";
+  o << "{\"limit\":true,\"trace\":" << json_quoted(cell.trace)
+    << ",\"policy\":" << json_quoted(policy) << ",\"seeds\":[";
   for (std::size_t i = 0; i < cell.seeds.size(); ++i) o << (i ? "," : "") << cell.seeds[i];
-  o << "],\"unallocated_mean\":" << num(s.mean, 3) << ",\"unallocated_sd\":" << num(s.sd, 3)
-    << ",\"unallocated_min\":" << num(lo, 3) << ",\"unallocated_max\":" << num(hi, 3);
+  o << "],\"unallocated_mean\":" << json_number(s.mean, 3)
+    << ",\"unallocated_sd\":" << json_number(s.sd, 3)
+    << ",\"unallocated_min\":" << json_number(lo, 3)
+    << ",\"unallocated_max\":" << json_number(hi, 3);
   return o.str();
 }
 
@@ -61,7 +49,7 @@ std::string methods(const LimitCell& cell) {
   for (const Limit& l : cell.limits) wins[l.offline_method] += 1;
   std::string out = "{";
   for (const auto& [method, n] : wins)
-    out += (out.size() > 1 ? "," : "") + json_string(method) + ":" + std::to_string(n);
+    out += (out.size() > 1 ? "," : "") + json_quoted(method) + ":" + std::to_string(n);
   return out + "}";
 }
 
@@ -83,11 +71,11 @@ std::string limit_json_lines(const LimitCell& cell) {
     rows = std::max(rows, l.lp_rows);
   }
   const std::string error = first_error(cell);
-  const std::string tail = error.empty() ? "}" : ",\"error\":" + json_string(error) + "}";
+  const std::string tail = error.empty() ? "}" : ",\"error\":" + json_quoted(error) + "}";
   std::ostringstream o;
   o << head(cell, "lp-bound", &Limit::bound_pct)
-    << ",\"lp_seconds_mean\":" << num(summarize(seconds).mean, 3) << ",\"lp_seconds_max\":"
-    << num(seconds.empty() ? NAN : *std::max_element(seconds.begin(), seconds.end()), 3)
+    << ",\"lp_seconds_mean\":" << json_number(summarize(seconds).mean, 3) << ",\"lp_seconds_max\":"
+    << json_number(seconds.empty() ? NAN : *std::max_element(seconds.begin(), seconds.end()), 3)
     << ",\"lp_columns\":" << columns << ",\"lp_rows\":" << rows << tail << "\n"
     << head(cell, "offline", &Limit::offline_pct) << ",\"methods\":" << methods(cell) << tail;
   return o.str();

@@ -24,21 +24,8 @@ std::vector<std::string> split_csv(const std::string& line) {
   return out;
 }
 
-std::string num(double x, int decimals = 2) {
-  if (std::isnan(x)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
-  return buf;
-}
-
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
+std::string num(double x, int decimals = 2) { return json_number(x, decimals); }
+std::string quoted(const std::string& s) { return json_quoted(s); }
 
 Summary over_seeds(const std::vector<Curve>& curves, int arrived,
                    double (*pick)(const Curve&, int)) {
@@ -52,6 +39,22 @@ std::string mean_sd(const Summary& s) {
 }
 
 }  // namespace
+
+std::string json_number(double x, int decimals) {
+  if (std::isnan(x)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
+  return buf;
+}
+
+std::string json_quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
 
 Result<PublishedTable> load_published(const std::string& path) {
   std::ifstream in(path);

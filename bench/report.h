@@ -38,6 +38,10 @@ struct Cell {
   Summary frag_ratio(int arrived) const;
 };
 
+// A number with `decimals` decimals, "null" for NaN; a string quoted for JSON.
+std::string json_number(double x, int decimals);
+std::string json_quoted(const std::string& s);
+
 // Short name of a policy label for tables: a YAML path's file stem, else the label.
 std::string policy_column(const std::string& label);
 
