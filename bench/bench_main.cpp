@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
   std::string scheduler_config, extender_url, write_cluster;
   app.add_option("--nodes", nodes_path, "node list CSV")->required();
   app.add_option("--pods", pod_paths, "pod list CSV (repeatable)")->required()->take_last();
-  app.add_option("--policy", policy_names, "strategy name or policy YAML (repeatable)")->required();
+  app.add_option("--policy", policy_names,
+                 "strategy name or policy YAML (repeatable); none: only the limit");
   app.add_option("--seeds", seeds_text, "seeds: A-B or A,B,... (default 42-51)");
   app.add_flag("--json", json, "one JSON object per trace x policy on stdout");
   app.add_option("--markdown", markdown_path, "also write the results table to this file");
@@ -143,6 +144,9 @@ int main(int argc, char** argv) {
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   CLI11_PARSE(app, argc, argv);
 
+  if (policy_names.empty() && (no_limit || dynamic || !scheduler_config.empty())) {
+    return std::cerr << "gapless-bench: --policy is needed unless only the limit is asked for\n", 2;
+  }
   auto seeds = parse_seeds(seeds_text);
   if (!seeds) return std::cerr << "gapless-bench: " << seeds.error() << "\n", 2;
   bench::SweepInput in;

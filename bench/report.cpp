@@ -144,6 +144,8 @@ std::string markdown_table(const std::vector<Cell>& cells, const PublishedTable&
   std::vector<std::string> traces, policies;
   std::map<std::string, const LimitCell*> limit_of;
   for (const LimitCell& l : limits) limit_of[l.trace] = &l;
+  for (const LimitCell& l : limits)
+    if (std::find(traces.begin(), traces.end(), l.trace) == traces.end()) traces.push_back(l.trace);
   std::map<std::pair<std::string, std::string>, const Cell*> by;
   for (const Cell& c : cells) {
     if (std::find(traces.begin(), traces.end(), c.trace) == traces.end()) traces.push_back(c.trace);
