@@ -24,8 +24,12 @@ std::vector<std::string> split_csv(const std::string& line) {
   return out;
 }
 
-std::string num(double x, int decimals = 2) { return json_number(x, decimals); }
-std::string quoted(const std::string& s) { return json_quoted(s); }
+std::string num(double x, int decimals = 2) {
+  return json_number(x, decimals);
+}
+std::string quoted(const std::string& s) {
+  return json_quoted(s);
+}
 
 Summary over_seeds(const std::vector<Curve>& curves, int arrived,
                    double (*pick)(const Curve&, int)) {
