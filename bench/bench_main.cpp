@@ -22,6 +22,7 @@
 
 #include "gapless/placement/strategy.h"
 #include "gapless/policy/loader.h"
+#include "limit_report.h"
 #include "report.h"
 #include "sweep.h"
 
@@ -92,14 +93,15 @@ int main(int argc, char** argv) {
   std::string nodes_path, seeds_text = "42-51", markdown_path, curves_dir, published_path;
   std::vector<std::string> pod_paths, policy_names;
   bool json = false, quiet = false, oracle = false, dynamic = false, no_unschedulable = false;
-  bool models_as_node_affinity = false;
+  bool models_as_node_affinity = false, no_limit = false;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   double tune = 1.3;
   bench::DynamicOptions dyn;
   std::string scheduler_config, extender_url, write_cluster;
   app.add_option("--nodes", nodes_path, "node list CSV")->required();
   app.add_option("--pods", pod_paths, "pod list CSV (repeatable)")->required()->take_last();
-  app.add_option("--policy", policy_names, "strategy name or policy YAML (repeatable)")->required();
+  app.add_option("--policy", policy_names,
+                 "strategy name or policy YAML (repeatable); none: only the limit");
   app.add_option("--seeds", seeds_text, "seeds: A-B or A,B,... (default 42-51)");
   app.add_flag("--json", json, "one JSON object per trace x policy on stdout");
   app.add_option("--markdown", markdown_path, "also write the results table to this file");
@@ -110,6 +112,8 @@ int main(int argc, char** argv) {
   app.add_option("--tune", tune, "arrived GPU request as a multiple of capacity (default 1.3)");
   app.add_flag("--oracle-mix", oracle, "every policy scores against the trace's typical pods");
   app.add_flag("--quiet", quiet, "no progress on stderr");
+  app.add_flag("--no-limit", no_limit,
+               "skip the limit: the LP's lower bound on unallocated GPU % and the offline packing");
   app.add_flag(
       "--dynamic", dynamic,
       "replay creation/deletion times with a pending queue (our mode, no published anchor)");
@@ -140,6 +144,9 @@ int main(int argc, char** argv) {
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   CLI11_PARSE(app, argc, argv);
 
+  if (policy_names.empty() && (no_limit || dynamic || !scheduler_config.empty())) {
+    return std::cerr << "gapless-bench: --policy is needed unless only the limit is asked for\n", 2;
+  }
   auto seeds = parse_seeds(seeds_text);
   if (!seeds) return std::cerr << "gapless-bench: " << seeds.error() << "\n", 2;
   bench::SweepInput in;
@@ -243,6 +250,11 @@ int main(int argc, char** argv) {
   }
   const std::vector<bench::Cell> cells =
       bench::run_sweep(in, threads, quiet ? bench::Progress{} : bench::stderr_progress(tty));
+  std::vector<bench::LimitCell> limits;
+  if (!no_limit) {
+    limits =
+        bench::run_limits(in, threads, quiet ? bench::Progress{} : bench::stderr_progress(tty));
+  }
 
   for (const bench::Cell& c : cells) {
     const std::string strategy = c.policy;
@@ -250,7 +262,10 @@ int main(int argc, char** argv) {
     if (json)
       std::cout << bench::json_line(c, pub == published.end() ? nullptr : &pub->second) << "\n";
   }
-  const std::string table = bench::markdown_table(cells, published);
+  if (json) {
+    for (const bench::LimitCell& l : limits) std::cout << bench::limit_json_lines(l) << "\n";
+  }
+  const std::string table = bench::markdown_table(cells, published, limits);
   if (!json) std::cout << table;
   if (!markdown_path.empty() && !write_file(markdown_path, table)) return 1;
   if (!curves_dir.empty()) {

@@ -2,7 +2,8 @@
 # Renders the PNGs of bench/README.md into bench/results/plots/ from the committed results:
 #   allocation_default.png   GPU allocation % vs arrived % on the default trace (curves/default_*.csv)
 #   unallocated_<group>.png  unallocated GPU % at arrived = 100 % per trace variant and policy, for
-#                            the groups cpu, gpushare, gpuspec and multigpu (results.jsonl)
+#                            the groups cpu, gpushare, gpuspec and multigpu (results.jsonl), with
+#                            each trace's LP lower bound and offline packing where present
 #   dynamic_default.png      the dynamic replay's GPU allocation and waiting pods over time
 #                            (curves/default_*_dynamic.csv), when those curves exist
 # Needs gnuplot with the pngcairo terminal (Debian: apt-get install gnuplot-nox) and awk. Called at
@@ -54,6 +55,9 @@ awk -v policies="$policies" -v dir="$tmp" '
         for (j = 1; j <= np; ++j) {
           line = line " " (((t, pol[j]) in mean) ? mean[t, pol[j]] " " sd[t, pol[j]] " " pub[t, pol[j]] : "NaN NaN NaN")
         }
+        # The limit (issue 42): the LP's lower bound and the offline packing, when computed.
+        line = line " " (((t, "lp-bound") in mean) ? mean[t, "lp-bound"] : "NaN")
+        line = line " " (((t, "offline") in mean) ? mean[t, "offline"] : "NaN")
         print line > file
       }
       close(file)

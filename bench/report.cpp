@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "limit_report.h"
+
 namespace gapless::bench {
 namespace {
 
@@ -23,19 +25,10 @@ std::vector<std::string> split_csv(const std::string& line) {
 }
 
 std::string num(double x, int decimals = 2) {
-  if (std::isnan(x)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
-  return buf;
+  return json_number(x, decimals);
 }
-
 std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
+  return json_quoted(s);
 }
 
 Summary over_seeds(const std::vector<Curve>& curves, int arrived,
@@ -50,6 +43,22 @@ std::string mean_sd(const Summary& s) {
 }
 
 }  // namespace
+
+std::string json_number(double x, int decimals) {
+  if (std::isnan(x)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
+  return buf;
+}
+
+std::string json_quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
 
 Result<PublishedTable> load_published(const std::string& path) {
   std::ifstream in(path);
@@ -134,8 +143,13 @@ std::string json_line(const Cell& cell, const Published* published) {
   return o.str();
 }
 
-std::string markdown_table(const std::vector<Cell>& cells, const PublishedTable& published) {
+std::string markdown_table(const std::vector<Cell>& cells, const PublishedTable& published,
+                           const std::vector<LimitCell>& limits) {
   std::vector<std::string> traces, policies;
+  std::map<std::string, const LimitCell*> limit_of;
+  for (const LimitCell& l : limits) limit_of[l.trace] = &l;
+  for (const LimitCell& l : limits)
+    if (std::find(traces.begin(), traces.end(), l.trace) == traces.end()) traces.push_back(l.trace);
   std::map<std::pair<std::string, std::string>, const Cell*> by;
   for (const Cell& c : cells) {
     if (std::find(traces.begin(), traces.end(), c.trace) == traces.end()) traces.push_back(c.trace);
@@ -146,10 +160,13 @@ std::string markdown_table(const std::vector<Cell>& cells, const PublishedTable&
   }
   std::ostringstream o;
   o << "Unallocated GPU % at arrived = 100 %, mean ± sd over seeds; published (FGD paper) in "
-       "parentheses.\n\n| trace |";
+       "parentheses.";
+  if (!limits.empty()) o << " lp bound: no placement leaves less; offline: a packing that does.";
+  o << "\n\n| trace |";
   for (const std::string& p : policies) o << " " << policy_column(p) << " |";
+  if (!limits.empty()) o << " lp bound | offline |";
   o << "\n|---|";
-  for (std::size_t i = 0; i < policies.size(); ++i) o << "---|";
+  for (std::size_t i = 0; i < policies.size() + (limits.empty() ? 0 : 2); ++i) o << "---|";
   o << "\n";
   for (const std::string& t : traces) {
     o << "| " << t << " |";
@@ -160,6 +177,11 @@ std::string markdown_table(const std::vector<Cell>& cells, const PublishedTable&
         o << " (" << num(pub->second.mean100) << " ± " << num(pub->second.sd100) << ")";
       }
       o << " |";
+    }
+    if (!limits.empty()) {
+      auto l = limit_of.find(t);
+      o << " " << (l == limit_of.end() ? "" : mean_sd(bound_summary(*l->second))) << " | "
+        << (l == limit_of.end() ? "" : mean_sd(offline_summary(*l->second))) << " |";
     }
     o << "\n";
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gapless/model/result.h"
+#include "limit.h"
 #include "metrics.h"
 #include "replay.h"
 
@@ -37,6 +38,10 @@ struct Cell {
   Summary frag_ratio(int arrived) const;
 };
 
+// A number with `decimals` decimals, "null" for NaN; a string quoted for JSON.
+std::string json_number(double x, int decimals);
+std::string json_quoted(const std::string& s);
+
 // Short name of a policy label for tables: a YAML path's file stem, else the label.
 std::string policy_column(const std::string& label);
 
@@ -45,8 +50,10 @@ std::string policy_column(const std::string& label);
 // known.
 std::string json_line(const Cell& cell, const Published* published);
 
-// Rows: traces; columns: policies. Each cell "ours (published)" at arrived 100 %.
-std::string markdown_table(const std::vector<Cell>& cells, const PublishedTable& published);
+// Rows: traces; columns: policies. Each cell "ours (published)" at arrived 100 %. With limits,
+// two more columns: the LP's lower bound and the offline packing (limit.h).
+std::string markdown_table(const std::vector<Cell>& cells, const PublishedTable& published,
+                           const std::vector<LimitCell>& limits = {});
 
 // CSV over arrived 0..130: unallocated mean/sd/median, frag amount and ratio means.
 std::string curve_csv(const Cell& cell);

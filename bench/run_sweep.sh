@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates bench/results/ (the tables and plots in bench/README.md): builds gapless-bench
 # (Release) and replays the 17 published trace variants, seeds 42-51, with the FGD paper's six
-# baselines and Gapless's own strategy, then the extender's shipped policies, then the dynamic
+# baselines and Gapless's own strategy, and each trace's limit (the LP bound and the offline
+# packing, computed once per trace: the other runs pass --no-limit), then the extender's shipped
+# policies, then the dynamic
 # mode on the default trace, in-process and as deployed; last, bench/plot.sh renders the PNGs
 # (skipped, with a note, when gnuplot is missing). Last, the generalization check (issue 27): the
 # shipped default as deployed against FGD and BestFit on the 17 traces and on the synthetic family
@@ -49,7 +51,7 @@ if [[ $sweep == all ]]; then
   --markdown "$out/table.md" --curves "$build/curves" >"$out/results.jsonl"
 cp "$build"/curves/default_*.csv "$out/curves/"
 "$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" "${pods[@]}" \
-  --policy policies/default.yaml --policy bundle --policy spread --seeds 42-51 --json \
+  --policy policies/default.yaml --policy bundle --policy spread --seeds 42-51 --json --no-limit \
   --markdown "$out/table_policies.md" >"$out/results_policies.jsonl"
 "$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" \
   --pods "$traces/openb_pod_list_default.csv" --dynamic --speedup 100000 \
@@ -108,11 +110,11 @@ for p in "$synthetic"/pods/*.csv; do
     --policy fgd --policy bestfit --seeds "$seeds" "${threads[@]}" --json --quiet >>"$gen"
   "$build/gapless-bench" --nodes "$synthetic/nodes/$t.csv" --pods "$p" \
     --policy policies/default.yaml --scheduler-config manifests/scheduler-config.yaml \
-    --seeds "$seeds" "${threads[@]}" --json --quiet >>"$gen"
+    --seeds "$seeds" "${threads[@]}" --json --quiet --no-limit >>"$gen"
 done
 # As deployed: the same replays through kube-scheduler configured as manifests/ ships it.
 "$build/gapless-bench" --nodes "$traces/openb_node_list_gpu_node.csv" "${pods[@]}" \
-  --policy policies/default.yaml --seeds "$seeds" "${threads[@]}" --json \
+  --policy policies/default.yaml --seeds "$seeds" "${threads[@]}" --json --no-limit \
   --scheduler-config manifests/scheduler-config.yaml \
   --markdown "$out/table_deployed.md" >"$out/results_deployed.jsonl"
 python3 "$root/bench/generalization.py" "$out/results.jsonl" "$out/results_deployed.jsonl" "$gen" \

@@ -46,17 +46,49 @@ Progress stderr_progress(bool terminal) {
   };
 }
 
-std::vector<Cell> run_sweep(const SweepInput& in, unsigned threads, const Progress& progress) {
+namespace {
+
+// The seeded arrivals of every (trace, seed), shared by all policies: [w * seeds + s].
+std::vector<Arrivals> all_arrivals(const SweepInput& in) {
   const std::int64_t capacity = gpu_capacity_milli(in.nodes);
-  const std::size_t W = in.workloads.size(), P = in.policies.size(), S = in.seeds.size();
-  // The seeded arrivals of every (trace, seed), shared by all policies.
-  std::vector<Arrivals> arrivals(W * S);
-  for (std::size_t w = 0; w < W; ++w) {
+  const std::size_t S = in.seeds.size();
+  std::vector<Arrivals> arrivals(in.workloads.size() * S);
+  for (std::size_t w = 0; w < in.workloads.size(); ++w) {
     for (std::size_t s = 0; s < S; ++s) {
       arrivals[w * S + s] = make_arrivals(in.workloads[w], capacity, in.nodes.size(),
                                           static_cast<std::uint64_t>(in.seeds[s]), in.tune);
     }
   }
+  return arrivals;
+}
+
+}  // namespace
+
+std::vector<LimitCell> run_limits(const SweepInput& in, unsigned threads,
+                                  const Progress& progress) {
+  const std::size_t W = in.workloads.size(), S = in.seeds.size();
+  const std::vector<Arrivals> arrivals = all_arrivals(in);
+  std::vector<LimitCell> cells(W);
+  for (std::size_t w = 0; w < W; ++w) {
+    cells[w].trace = in.workloads[w].name;
+    cells[w].seeds = in.seeds;
+    cells[w].limits.resize(S);
+  }
+  run_jobs(
+      static_cast<int>(W * S), threads,
+      [&](int job) {
+        const std::size_t s = job % S, w = job / S;
+        cells[w].limits[s] = compute_limit(in.nodes, in.workloads[w], arrivals[job]);
+        return cells[w].trace + " limit x seed " + std::to_string(in.seeds[s]);
+      },
+      progress);
+  return cells;
+}
+
+std::vector<Cell> run_sweep(const SweepInput& in, unsigned threads, const Progress& progress) {
+  const std::int64_t capacity = gpu_capacity_milli(in.nodes);
+  const std::size_t W = in.workloads.size(), P = in.policies.size(), S = in.seeds.size();
+  const std::vector<Arrivals> arrivals = all_arrivals(in);
   std::vector<Cell> cells(W * P);
   for (std::size_t w = 0; w < W; ++w) {
     for (std::size_t p = 0; p < P; ++p) {

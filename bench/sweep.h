@@ -10,6 +10,7 @@
 #include "gapless/model/node.h"
 
 #include "deployed.h"
+#include "limit.h"
 #include "replay.h"
 #include "report.h"
 
@@ -39,5 +40,9 @@ Progress stderr_progress(bool terminal);
 
 // Cells in (trace, policy) order, each with every seed's curve. threads >= 1.
 std::vector<Cell> run_sweep(const SweepInput& in, unsigned threads, const Progress& progress);
+
+// The limit (limit.h) of every (trace, seed), on the same arrivals the policies see; one cell per
+// trace, in trace order.
+std::vector<LimitCell> run_limits(const SweepInput& in, unsigned threads, const Progress& progress);
 
 }  // namespace gapless::bench

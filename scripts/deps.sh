@@ -7,7 +7,8 @@ set -euo pipefail
 pkgs=(cmake g++ make pkg-config libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
       libboost-graph-dev catch2 prometheus-cpp-dev libssl-dev libcli11-dev zlib1g-dev
       libbrotli-dev curl openssl libgrpc++-dev protobuf-compiler-grpc
-      protobuf-compiler libprotobuf-dev libsimdjson-dev)
+      protobuf-compiler libprotobuf-dev libsimdjson-dev
+      coinor-libclp-dev)  # the bench's LP bound (bench/lp_bound.cpp)
 if [ "${1:-}" != "--build-only" ]; then
   pkgs+=(ccache     # a fresh clone's build reuses earlier objects (CI)
          chromium)  # the GPU map's browser test (tests/ui/)

@@ -2,7 +2,8 @@
 # ± sd over seeds as error bars), with the FGD paper's published mean as a black bar across it.
 #   gnuplot -e "data='g.dat'; out='g.png'; heading='...'; axis='...'" bench/plots/bars.gp
 # data: one row per trace: index, trace name, then per policy of style.gp: mean, sd, published
-# (NaN where the paper has none).
+# (NaN where the paper has none), then the LP's lower bound and the offline packing (NaN where
+# not computed), drawn as lines across the trace's bars.
 load dir."style.gp"
 set output out
 set title heading
@@ -20,4 +21,8 @@ plot for [i=1:7] data using ($1 + (i - 4) * bw):(column(3 * i)):(column(3 * i + 
        with boxerrorbars lc rgb colour[i] lw 1 title label[i], \
      data using 1:(NaN):xticlabels(2) notitle, \
      for [i=1:6] data using ($1 + (i - 4) * bw):(column(3 * i + 2)):(bw / 2) with xerrorbars \
-       pt -1 lw 2.5 lc rgb "#000000" title (i == 1 ? "published (FGD paper)" : "")
+       pt -1 lw 2.5 lc rgb "#000000" title (i == 1 ? "published (FGD paper)" : ""), \
+     data using 1:(column(24)):(3.6 * bw) with xerrorbars pt -1 lw 2 dt 2 lc rgb "#6a3d9a" \
+       title "LP lower bound", \
+     data using 1:(column(25)):(3.6 * bw) with xerrorbars pt -1 lw 2 dt 3 lc rgb "#17becf" \
+       title "offline packing"
