@@ -45,6 +45,7 @@ Result<bool> ProductLabeler::publish(const std::string& value) {
   if (!got.ok()) return Error{got.error()};
   if (!got->ok()) return Error{"GET node " + node_name_ + ": " + k8s::api_error(*got)};
   const json node = json::parse(got->body, nullptr, false);
+  if (!node.is_object()) return Error{"GET node " + node_name_ + ": not a JSON object"};
   const json* labels = k8s::field_path(node, {"metadata", "labels"});
   const bool labelled = k8s::field(labels, kProductLabel) != nullptr;
   const std::string label = string_at(node, "labels", kProductLabel);
@@ -52,15 +53,17 @@ Result<bool> ProductLabeler::publish(const std::string& value) {
   const bool ours = owner != nullptr && owner->is_string() && labelled && *owner == label;
   const bool may_write = (!labelled || ours) && !claimed_by_nfd(node);
 
-  const json* version = k8s::field_path(node, {"metadata", "resourceVersion"});
-  json meta = {{"resourceVersion", version != nullptr ? *version : json("")}};
+  json meta = json::object();
+  if (const json* version = k8s::field_path(node, {"metadata", "resourceVersion"})) {
+    meta["resourceVersion"] = *version;  // the precondition: nobody wrote in between
+  }
   if (may_write && !(ours && label == value)) {
     meta["labels"] = {{kProductLabel, value}};
     meta["annotations"] = {{kProductLabelOwner, value}};
   } else if (!may_write && owner != nullptr) {
     meta["annotations"] = {{kProductLabelOwner, nullptr}};  // someone else's label now
   }
-  if (meta.size() == 1) {
+  if (!meta.contains("labels") && !meta.contains("annotations")) {
     decided_ = value;
     return false;
   }
