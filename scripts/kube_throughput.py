@@ -9,11 +9,16 @@ With PINNED=K in the environment every K-th node's GPUs are model G1 (the rest G
 names G1 in gapless.io/gpu-models; AFFINITY=1 gives the pods the same model as a required node
 affinity on nvidia.com/gpu.product too (docs/requesting-gpus.md). Each burst then also reports how
 many pods were bound off their model (must be 0).
+With TOPOLOGY=1 every node also carries gapless-agent's gapless.io/gpu-topology annotation (its 8
+GPUs, all NVLink pairs) and no gapless.io/device-plugin annotation: the agent publishes topology
+while another device plugin allocates (NVIDIA's, or the agent's plugin is off), a node the pairing
+gate must not hold binds for (docs/node-pairing.md).
 Only the Python standard library. Never run in CI."""
 import concurrent.futures, json, os, ssl, sys, time, urllib.request
 
 PINNED = int(os.environ.get("PINNED") or 0)
 AFFINITY = os.environ.get("AFFINITY") == "1"
+TOPOLOGY = os.environ.get("TOPOLOGY") == "1"
 
 API = "https://127.0.0.1:6443"
 CTX = ssl._create_unverified_context()
@@ -34,13 +39,22 @@ def model(i):
     return "G1" if PINNED and i % PINNED == 0 else "G3"
 
 
+def topology(name, i):
+    gpus = [{"index": g, "uuid": f"GPU-{name}-{g}", "model": model(i), "memoryMiB": 81920,
+             "healthy": True} for g in range(8)]
+    links = [{"a": a, "b": b, "type": "NVLink", "count": 12}
+             for a in range(8) for b in range(a + 1, 8)]
+    return json.dumps({"version": 1, "gpus": gpus, "links": links}, separators=(",", ":"))
+
+
 def node(i):
     name = f"node-{i:04d}"
     res = {"cpu": "128", "memory": "786432Mi", "nvidia.com/gpu": "8", "pods": "110"}
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
-                                                  "nvidia.com/gpu.count": "8",
-                                                  "nvidia.com/gpu.product": model(i)}},
+    meta = {"name": name, "labels": {"kubernetes.io/hostname": name, "nvidia.com/gpu.count": "8",
+                                     "nvidia.com/gpu.product": model(i)}}
+    if TOPOLOGY:
+        meta["annotations"] = {"gapless.io/gpu-topology": topology(name, i)}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": meta,
             "status": {"capacity": res, "allocatable": res,
                        "conditions": [{"type": "Ready", "status": "True"}]}}
 

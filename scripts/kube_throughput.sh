@@ -12,6 +12,8 @@
 #   EXTENDER_ARGS="--bind-threads 0" scripts/kube_throughput.sh ...   # extra extender flags
 #   PINNED=10 [AFFINITY=1] scripts/kube_throughput.sh ...   # pods pinned to a model on every
 #                                   # 10th node, [also by node affinity] (kube_throughput.py)
+#   TOPOLOGY=1 scripts/kube_throughput.sh ...   # nodes also carry the agent's topology annotation,
+#                                   # no Gapless device plugin (kube_throughput.py)
 #
 # Everything runs on 127.0.0.1 from a temporary directory: etcd, the API server (token auth,
 # no admission of service accounts), NODES fake Nodes x 8 GPUs, then kube-scheduler once per run
@@ -101,5 +103,6 @@ run() {  # label: config file $label.yaml
 }
 for r in "${runs[@]}"; do run "$r"; done
 if [ -n "$extender_started" ]; then
-  curl -s 127.0.0.1:8899/metrics | grep -E '^gapless_extender_request_duration_seconds_(sum|count)'
+  curl -s 127.0.0.1:8899/metrics |
+    grep -E '^gapless_extender_request_duration_seconds_(sum|count)|^gapless_pairing_(waits|expired)_total'
 fi

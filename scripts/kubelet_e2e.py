@@ -67,13 +67,16 @@ def gpus_ready(name):
     n = node_obj(name) or {}
     alloc = n.get("status", {}).get("allocatable", {})
     ann = n.get("metadata", {}).get("annotations", {})
+    # gapless.io/device-plugin: the agent's plugin registered, so the extender gates binds here
     return alloc.get("nvidia.com/gpu") == "8" and "gapless.io/gpu-topology" in ann \
+        and "gapless.io/device-plugin" in ann \
         and int(alloc.get("gapless.io/gpu-shared-count", "0")) > 0
 
 
 def nodes_gpus(names):
     for n in names:
-        wait_for(f"node {n}: 8 nvidia.com/gpu, shared-count and gapless.io/gpu-topology",
+        wait_for(f"node {n}: 8 nvidia.com/gpu, shared-count, gapless.io/gpu-topology and "
+                 "gapless.io/device-plugin",
                  lambda: gpus_ready(n), 120)
     print(f"nodes advertise 8 GPUs each: {' '.join(names)}", flush=True)
 

@@ -178,6 +178,7 @@ struct DevicePlugin::Impl {
       registered_with = kubelet;
       ++registrations;
       say("registered with the kubelet");
+      if (options.on_registered) options.on_registered();
     }
   }
 
@@ -230,6 +231,19 @@ void DevicePlugin::set_gpus(const std::vector<GpuState>& gpus) {
 
 int DevicePlugin::registrations() const {
   return impl_->registrations.load();
+}
+
+const std::string& DevicePlugin::resource() const {
+  return impl_->options.resource;
+}
+
+std::string registered_resources(const std::vector<std::unique_ptr<DevicePlugin>>& plugins) {
+  std::string out;
+  for (const auto& p : plugins) {
+    if (p->registrations() == 0) continue;
+    out += (out.empty() ? "" : ",") + p->resource();
+  }
+  return out;
 }
 
 std::string DevicePlugin::socket_path() const {

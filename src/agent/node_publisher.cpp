@@ -2,15 +2,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gapless/agent/topology_annotation.h"
 #include "gapless/k8s/json_fields.h"
 
 namespace gapless::agent {
 
 using nlohmann::json;
 
-NodePublisher::NodePublisher(k8s::ApiTransport& api, std::string node_name)
-    : api_(api), node_name_(std::move(node_name)) {}
+NodePublisher::NodePublisher(k8s::ApiTransport& api, std::string node_name,
+                             std::string annotation_key)
+    : api_(api), node_name_(std::move(node_name)), key_(std::move(annotation_key)) {}
 
 Result<bool> NodePublisher::publish(const std::string& annotation) {
   if (!published_) {
@@ -18,11 +18,12 @@ Result<bool> NodePublisher::publish(const std::string& annotation) {
     if (!got.ok()) return Error{got.error()};
     if (!got->ok()) return Error{"GET node " + node_name_ + ": " + k8s::api_error(*got)};
     const json node = json::parse(got->body, nullptr, false);
-    const json* current = k8s::field_path(node, {"metadata", "annotations", kTopologyAnnotation});
+    const json* current = k8s::field_path(node, {"metadata", "annotations", key_});
     published_ = current != nullptr && current->is_string() ? current->get<std::string>() : "";
   }
   if (*published_ == annotation) return false;
-  const json patch = {{"metadata", {{"annotations", {{kTopologyAnnotation, annotation}}}}}};
+  const json value = annotation.empty() ? json(nullptr) : json(annotation);  // null deletes
+  const json patch = {{"metadata", {{"annotations", {{key_, value}}}}}};
   auto res = api_.call("PATCH", path(), patch.dump(), "application/merge-patch+json");
   if (!res.ok()) return Error{res.error()};
   if (!res->ok()) return Error{"PATCH node " + node_name_ + ": " + k8s::api_error(*res)};

@@ -14,8 +14,10 @@
 #include "gapless/agent/device_plugin.h"
 #include "gapless/agent/drift_monitor.h"
 #include "gapless/agent/mig_reaper.h"
+#include "gapless/agent/product_label.h"
 #include "gapless/agent/status_server.h"
 #include "gapless/agent/usage_report.h"
+#include "gapless/k8s/node_inventory.h"
 
 using namespace gapless;
 
@@ -38,6 +40,7 @@ struct Options {
   std::string pod_resources_socket = agent::kPodResourcesSocket;
   std::string proc_root = "/proc";  // per-pod usage (usage_report.h)
   bool no_usage = false;
+  bool no_product_label = false;
 };
 
 std::atomic<bool> g_stop{false};
@@ -97,6 +100,9 @@ void add_flags(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_flag("--no-usage", o.no_usage,
                "do not read per-GPU and per-pod usage (utilization, memory, share over-use)");
+  app.add_flag("--no-product-label", o.no_product_label,
+               "do not label the Node nvidia.com/gpu.product (written only where GPU Feature "
+               "Discovery has not set it)");
   app.add_flag("--version", o.version, "print the version and exit (after checking the flags)");
 }
 
@@ -158,6 +164,10 @@ std::vector<std::unique_ptr<agent::DevicePlugin>> device_plugins(const Options& 
   agent::DevicePluginOptions whole;
   whole.plugin_dir = o.device_plugin_dir;
   whole.node_name = o.node_name;
+  // Announce the registration (gapless.io/device-plugin) at once rather than at the next poll.
+  whole.on_registered = [] {
+    if (agent::Agent* running = g_agent.load()) running->wake();
+  };
   plugins.push_back(std::make_unique<agent::DevicePlugin>(whole, api, log_line));
   if (o.share_slots > 0) {
     agent::DevicePluginOptions shared = whole;
@@ -220,13 +230,30 @@ int publish(const Options& o) {
       return 1;
     }
   }
-  if (!o.no_usage) {
-    a.on_tick([&usage](const agent::NvmlLibrary& nvml) {
+  // gapless.io/device-plugin: which resources this node's kubelet gets from Gapless's plugin,
+  // so the extender gates binds here only (docs/node-pairing.md). Without --device-plugin the
+  // first call removes a value an earlier run left.
+  agent::NodePublisher plugin_mark(*api, o.node_name, std::string(k8s::kDevicePluginAnnotation));
+  auto announce_plugins = [&] {
+    const std::string resources = agent::registered_resources(plugins);
+    auto sent = plugin_mark.publish(resources);
+    if (!sent.ok()) return log_line("gapless.io/device-plugin: " + sent.error());
+    if (*sent) log_line("gapless.io/device-plugin: " + (resources.empty() ? "removed" : resources));
+  };
+  if (plugins.empty()) announce_plugins();  // plugins announce once registered
+  a.on_tick([&](const agent::NvmlLibrary& nvml) {
+    if (!o.no_usage) {
       if (Status s = usage.update(nvml); !s.ok()) log_line("usage: " + s.error());
-    });
-  }
-  a.on_scan([&plugins](const agent::NodeGpus& node) {
+    }
+    announce_plugins();
+  });
+  // nvidia.com/gpu.product where GPU Feature Discovery does not set it (product_label.h).
+  agent::ProductLabeler product(*api, o.node_name);
+  a.on_scan([&](const agent::NodeGpus& node) {
     for (auto& p : plugins) p->set_gpus(node.gpus);
+    if (o.no_product_label) return;
+    auto sent = product.publish(agent::product_label_value(node.gpus));
+    if (!sent.ok()) log_line(std::string(agent::kProductLabel) + ": " + sent.error());
   });
   // The drift check runs with the device plugin: it compares what the plugin's kubelet did.
   std::unique_ptr<agent::DriftMonitor> drift;
@@ -260,6 +287,11 @@ int publish(const Options& o) {
   std::signal(SIGHUP, SIG_IGN);
   g_agent = nullptr;
   if (reaper.joinable()) reaper.join();
+  // Stopped plugins first (the kubelet then marks their devices unhealthy), then the
+  // announcement: the extender stops gating this node's binds.
+  for (auto& p : plugins) p->stop();
+  plugins.clear();
+  announce_plugins();
   return 0;
 }
 

@@ -77,6 +77,21 @@ std::map<std::string, std::string> string_map(const json* obj) {
   return out;
 }
 
+std::vector<std::string> comma_list(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    const auto first = item.find_first_not_of(" \t\r\n");
+    if (first != std::string_view::npos) {
+      const auto last = item.find_last_not_of(" \t\r\n");
+      out.emplace_back(item.substr(first, last - first + 1));
+    }
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+  }
+  return out;
+}
+
 Result<std::int64_t> quantity_value(const json& value) {
   if (value.is_string()) return parse_whole_quantity(value.get_ref<const std::string&>());
   // Reuse the string rules (sign, range) on the integer's decimal form.

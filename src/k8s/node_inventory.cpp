@@ -238,11 +238,24 @@ Result<model::Node> gpu_inventory(const json& obj) {
 
 }  // namespace
 
+bool gapless_plugin_allocates(const json& node) {
+  const json* listed = field_path(node, {"metadata", "annotations", kDevicePluginAnnotation});
+  if (listed == nullptr || !listed->is_string()) return false;
+  const json* allocatable = field_path(node, {"status", "allocatable"});
+  for (const std::string& resource : comma_list(listed->get_ref<const std::string&>())) {
+    const json* offered = field(allocatable, resource);
+    if (offered == nullptr) continue;
+    if (Result<std::int64_t> q = quantity_value(*offered); q.ok() && *q > 0) return true;
+  }
+  return false;
+}
+
 Result<model::Node> node_from_json(const json& obj) {
   if (!obj.is_object()) return Error{"node: must be a JSON object"};
   Result<model::Node> node = gpu_inventory(obj);
   if (!node.ok()) return node;
   node->host = host_capacity(obj);
+  node->gapless_device_plugin = gapless_plugin_allocates(obj);
   return node;
 }
 

@@ -259,13 +259,7 @@ Status read_annotations(const json* annotations, model::GpuRequest* req, std::st
     if (Status s = text(key, out); !s.ok()) return s;
   }
 
-  std::string_view rest = models;
-  while (!rest.empty()) {
-    auto comma = rest.find(',');
-    std::string item = trim(rest.substr(0, comma));
-    if (!item.empty()) req->models.push_back(std::move(item));
-    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-  }
+  req->models = comma_list(models);
 
   if (has_topology) {
     std::string wish = trim(topology);

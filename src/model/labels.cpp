@@ -1,6 +1,7 @@
 #include "gapless/model/labels.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace gapless::model {
 namespace {
@@ -33,6 +34,14 @@ bool LabelSelector::matches(const Labels& labels) const {
   }
   return std::all_of(match_expressions.begin(), match_expressions.end(),
                      [&](const LabelRequirement& r) { return holds(r, labels); });
+}
+
+bool valid_label_value(std::string_view s) {
+  if (s.empty()) return true;
+  const auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (s.size() > 63 || !alnum(s.front()) || !alnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
 }
 
 }  // namespace gapless::model

@@ -27,10 +27,7 @@ bool alnum(char c) {
 // A label value, or a key's name part: at most 63 of [A-Za-z0-9_.-], alphanumeric at both ends
 // (validation.IsValidLabelValue / IsQualifiedName). Empty is a valid value, never a name.
 bool valid_label_text(std::string_view s, bool may_be_empty) {
-  if (s.empty()) return may_be_empty;
-  if (s.size() > 63 || !alnum(s.front()) || !alnum(s.back())) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+  return s.empty() ? may_be_empty : model::valid_label_value(s);
 }
 
 // A DNS subdomain, as a label key's prefix: lowercase alphanumerics, '-', '.', at most 253.

@@ -44,12 +44,12 @@ PairingFacts facts_of(const nlohmann::json& pod) {
 }  // namespace
 
 bool runs_gapless_plugin(const placement::Scheduler& scheduler, const std::string& node) {
-  bool agent = false;
+  bool gated = false;
   scheduler.read([&](const model::Cluster& c) {
     const model::Node* n = c.find_node(node);
-    agent = n != nullptr && n->source == model::InventorySource::kTopologyAnnotation;
+    gated = n != nullptr && n->gapless_device_plugin;
   });
-  return agent;
+  return gated;
 }
 
 void Extender::pairing_pod_event(const std::string& type, const nlohmann::json& pod) {

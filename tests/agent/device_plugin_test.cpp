@@ -10,6 +10,7 @@
 #include "agent_process.h"
 #include "fake_nvml.h"
 #include "gapless/agent/agent.h"
+#include "gapless/k8s/json_fields.h"
 #include "kubeconfig.h"
 #include "plugin_rig.h"
 
@@ -308,6 +309,18 @@ TEST_CASE("a MIG-enabled GPU is not a whole GPU for the kubelet", "[deviceplugin
   CHECK_THAT(a.error, Catch::Contains("not served here"));
 }
 
+namespace {
+
+// The Node's gapless.io/device-plugin annotation, "" when absent.
+std::string plugin_annotation(const test::FakeApiServer& api, const std::string& node) {
+  const auto n = api.node(node);
+  if (!n) return "?";
+  const json* v = k8s::field_path(*n, {"metadata", "annotations", "gapless.io/device-plugin"});
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
+}
+
+}  // namespace
+
 TEST_CASE("gapless-agent --device-plugin serves both resources from its NVML scans",
           "[deviceplugin]") {
   test::TempDir dir;
@@ -343,13 +356,45 @@ TEST_CASE("gapless-agent --device-plugin serves both resources from its NVML sca
       {std::string(k8s::kAllocationAnnotation), k8s::encode_allocation_record(a)}};
   api.add_pod(p);
   const auto admitted = up ? kubelet.admit("nvidia.com/gpu", 1) : test::FakeKubelet::Admitted{};
+  // Registered: the agent says so on its Node, so the extender gates binds there.
+  const bool announced = eventually(
+      [&] {
+        return plugin_annotation(api, "gpu-7") == "nvidia.com/gpu,gapless.io/gpu-shared-count";
+      },
+      10s);
   const int status = test::stop_agent(pid);
   REQUIRE(status != -1);
   INFO(std::ifstream(err).rdbuf());
   REQUIRE(up);
   CHECK(admitted.env.at("NVIDIA_VISIBLE_DEVICES") == t4_0);
+  CHECK(announced);
+  CHECK(plugin_annotation(api, "gpu-7") == "");  // stopped: the node is no longer gated
+  // No GPU Feature Discovery here: the agent labelled the product, as GFD would have.
+  CHECK((*api.node("gpu-7"))["metadata"]["labels"].value("nvidia.com/gpu.product", "") ==
+        "Tesla-T4");
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("gapless-agent without --device-plugin removes the announcement an earlier run left",
+          "[deviceplugin]") {
+  test::TempDir dir;
+  test::FakeApiServer api;
+  api.add_node(
+      {{"metadata",
+        {{"name", "gpu-7"}, {"annotations", {{"gapless.io/device-plugin", "nvidia.com/gpu"}}}}}});
+  const std::string kubeconfig = test::write_token_kubeconfig(dir, api.url(), "t");
+  const std::string err = dir.file("stderr");
+  const pid_t pid =
+      test::spawn_agent({"--kubeconfig", kubeconfig, "--nvml-library", GAPLESS_FAKE_NVML,
+                         "--listen", "127.0.0.1:0", "--node-name", "gpu-7"},
+                        test::nvml_fixture("t4-4"), err);
+  REQUIRE(pid >= 0);
+  const bool removed = eventually([&] { return plugin_annotation(api, "gpu-7").empty(); }, 10s);
+  const int status = test::stop_agent(pid);
+  INFO(std::ifstream(err).rdbuf());
+  CHECK(removed);
+  CHECK(status != -1);
 }
 
 TEST_CASE("without the API server the plugin refuses rather than guesses", "[deviceplugin]") {

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -71,18 +72,20 @@ json gfd_node(const std::string& name) {
       {"status", {{"allocatable", {{"nvidia.com/gpu", "8"}}}}}};
 }
 
+// What n1 and n2 look like: by default gapless-agent's topology annotation and its device plugin
+// registered (the only nodes the gate holds binds for).
+using NodeMaker = std::function<json(const std::string& name)>;
+json gapless_plugin_node(const std::string& name) {
+  return k8s::testing::with_gapless_plugin(k8s::testing::topology_node(name, 8), 8);
+}
+
 struct Rig {
-  explicit Rig(server::PairingOptions o, bool gfd = false) {
+  explicit Rig(server::PairingOptions o, const NodeMaker& node_of = gapless_plugin_node) {
     std::vector<json> pods;
     for (const char* name : {"a", "b", "c"}) {
       pods.push_back(k8s::testing::pod_object(name, std::string("uid-") + name, ""));
     }
-    if (gfd) {
-      server.load({gfd_node("n1"), gfd_node("n2")}, pods);
-    } else {
-      server.load({k8s::testing::topology_node("n1", 8), k8s::testing::topology_node("n2", 8)},
-                  pods);
-    }
+    server.load({node_of("n1"), node_of("n2")}, pods);
     live = std::make_unique<test::KubeExtender>(server, "", o);
     REQUIRE(live->wait([&] { return live->extender().ready(); }));
     for (const auto& p : pods) {
@@ -172,11 +175,10 @@ TEST_CASE("an open pod that never gets allocated expires and lets the next bind 
   CHECK_THAT(rig.live->metrics().serialize(), Catch::Contains("gapless_pairing_expired_total 1"));
 }
 
-TEST_CASE("binds to a node without gapless-agent (GFD labels) are never held", "[pairing]") {
-  // Nothing there would mark a pod allocated: a bind alike goes at once, and the bound pod is
-  // not kept open (it would expire with an error after --pairing-timeout).
-  Rig rig(server::PairingOptions{std::chrono::milliseconds(20000), std::chrono::milliseconds(300)},
-          true);
+// Binds a and b (alike) to n1 one after the other: both must go at once, and the bound pods
+// must not be kept open (nothing would mark them allocated: they would expire with an error
+// after --pairing-timeout, 300 ms in these rigs).
+void check_binds_never_held(Rig& rig) {
   Answer a, b;
   rig.extender().bind_async(bind_body("a"), a.sink());
   REQUIRE(a.wait(20s) == std::optional<std::string>(R"({"Error":""})"));
@@ -188,5 +190,73 @@ TEST_CASE("binds to a node without gapless-agent (GFD labels) are never held", "
   const std::string metrics = rig.live->metrics().serialize();
   CHECK_THAT(metrics, Catch::Contains("gapless_pairing_waits_total 0"));
   CHECK_THAT(metrics, Catch::Contains("gapless_pairing_expired_total 0"));
+}
+
+TEST_CASE("binds to a node without gapless-agent (GFD labels) are never held", "[pairing]") {
+  Rig rig(server::PairingOptions{std::chrono::milliseconds(20000), std::chrono::milliseconds(300)},
+          gfd_node);
+  check_binds_never_held(rig);
+}
+
+TEST_CASE("binds to a node where Gapless's device plugin does not allocate are never held",
+          "[pairing]") {
+  // Each node carries the agent's topology annotation (which used to decide): what matters is
+  // whether the node shows Gapless's plugin registered with its kubelet.
+  const auto [what, node_of] = GENERATE(table<std::string, NodeMaker>({
+      {"NVIDIA's device plugin allocates (the kubelet offers nvidia.com/gpu)",
+       [](const std::string& name) {
+         json n = k8s::testing::topology_node(name, 8);
+         n["status"]["allocatable"]["nvidia.com/gpu"] = "8";
+         return n;
+       }},
+      {"the agent runs without its device plugin (no allocatable GPU resource)",
+       [](const std::string& name) { return k8s::testing::topology_node(name, 8); }},
+      {"the agent's plugin died without removing its annotation (the kubelet offers 0)",
+       [](const std::string& name) {
+         json n = gapless_plugin_node(name);
+         n["status"]["allocatable"] = {{"nvidia.com/gpu", "0"},
+                                       {"gapless.io/gpu-shared-count", "0"}};
+         return n;
+       }},
+      {"the annotation names resources the kubelet does not offer",
+       [](const std::string& name) {
+         json n = gapless_plugin_node(name);
+         n["metadata"]["annotations"]["gapless.io/device-plugin"] = "example.com/other";
+         return n;
+       }},
+  }));
+  INFO(what);
+  Rig rig(server::PairingOptions{std::chrono::milliseconds(20000), std::chrono::milliseconds(300)},
+          node_of);
+  check_binds_never_held(rig);
+}
+
+TEST_CASE("a node whose device plugin stops no longer holds binds", "[pairing]") {
+  Rig rig(
+      server::PairingOptions{std::chrono::milliseconds(20000), std::chrono::milliseconds(60000)});
+  Answer a, b;
+  rig.extender().bind_async(bind_body("a"), a.sink());
+  REQUIRE(a.wait(20s) == std::optional<std::string>(R"({"Error":""})"));
+  // a is open on n1 and never gets marked: the plugin stopped. How the node shows it:
+  SECTION("the agent removed its annotation") {
+    rig.server.update_node(
+        "n1", [](json& n) { n["metadata"]["annotations"].erase("gapless.io/device-plugin"); });
+  }
+  SECTION("the kubelet marked the plugin's devices unhealthy") {
+    rig.server.update_node("n1",
+                           [](json& n) { n["status"]["allocatable"]["nvidia.com/gpu"] = "0"; });
+  }
+  auto gated = [&] {
+    bool on = true;
+    rig.extender().mutate(
+        [&](model::Cluster& c) { on = c.find_node("n1")->gapless_device_plugin; });
+    return on;
+  };
+  REQUIRE(rig.live->wait([&] { return !gated(); }));
+  // b asks what a asks, on a's node, while a is still open: it goes at once all the same.
+  rig.extender().bind_async(bind_body("b"), b.sink());
+  REQUIRE(b.wait(20s) == std::optional<std::string>(R"({"Error":""})"));
+  CHECK(rig.server.bindings().size() == 2);
+  CHECK_THAT(rig.live->metrics().serialize(), Catch::Contains("gapless_pairing_waits_total 0"));
 }
 #endif

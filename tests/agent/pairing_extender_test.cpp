@@ -58,7 +58,7 @@ std::string recorded_gpu(const test::FakeApiServer& api, const std::string& name
 TEST_CASE("the plugin's allocated mark lets the extender's held bind go", "[pairing]") {
   test::PluginFakes f;
   f.api.load(
-      {k8s::testing::topology_node("gpu-1", 4)},
+      {k8s::testing::with_gapless_plugin(k8s::testing::topology_node("gpu-1", 4), 4)},
       {k8s::testing::pod_object("a", "uid-a", ""), k8s::testing::pod_object("b", "uid-b", "")});
   test::KubeExtender live(f.api, "", server::PairingOptions{20000ms, 60000ms});
   REQUIRE(live.wait([&] { return live.extender().ready(); }));

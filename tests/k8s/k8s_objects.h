@@ -72,4 +72,14 @@ inline model::Allocation whole(const std::string& uid, const std::string& node,
   return a;
 }
 
+// `node` as gapless-agent's device plugin leaves it while registered with the kubelet: the
+// gapless.io/device-plugin annotation and `gpus` whole GPUs in status.allocatable (what the
+// pairing gate asks of a node, docs/node-pairing.md).
+inline nlohmann::json with_gapless_plugin(nlohmann::json node, int gpus) {
+  node["metadata"]["annotations"]["gapless.io/device-plugin"] =
+      "nvidia.com/gpu,gapless.io/gpu-shared-count";
+  node["status"]["allocatable"]["nvidia.com/gpu"] = std::to_string(gpus);
+  return node;
+}
+
 }  // namespace gapless::k8s::testing

@@ -380,3 +380,45 @@ TEST_CASE("topology annotation: more whole GPUs than the kubelet's capacity is n
     CHECK_FALSE(node_from_json(n).ok());
   }
 }
+
+TEST_CASE(
+    "Gapless's device plugin allocates where the agent says it registered and the kubelet "
+    "offers its devices",
+    "[k8s][inventory]") {
+  json node = bare_node("n1");
+  node["metadata"]["annotations"]["gapless.io/gpu-topology"] = kGoodTopology;
+  node["status"]["allocatable"] = {{"nvidia.com/gpu", "2"}, {"nvidia.com/mig-1g.10gb", "7"}};
+  auto plugin = [&] {
+    auto n = node_from_json(node);
+    REQUIRE(n.ok());
+    CHECK(n->gapless_device_plugin == gapless::k8s::gapless_plugin_allocates(node));
+    return n->gapless_device_plugin;
+  };
+  // The topology annotation alone says nothing about who allocates (NVIDIA's plugin, here).
+  CHECK_FALSE(plugin());
+  auto& listed = node["metadata"]["annotations"]["gapless.io/device-plugin"];
+  listed = "nvidia.com/gpu,gapless.io/gpu-shared-count";
+  CHECK(plugin());
+  listed = " gapless.io/gpu-shared-count , nvidia.com/mig-1g.10gb";  // any listed one offered
+  CHECK(plugin());
+  listed = "gapless.io/gpu-shared-count";  // listed, but the kubelet offers none of it
+  CHECK_FALSE(plugin());
+  listed = "nvidia.com/gpu";
+  node["status"]["allocatable"]["nvidia.com/gpu"] = "0";  // the plugin disconnected
+  CHECK_FALSE(plugin());
+  node["status"]["allocatable"]["nvidia.com/gpu"] = "many";  // unreadable: not offered
+  CHECK_FALSE(plugin());
+  node["status"]["allocatable"]["nvidia.com/gpu"] = 3;
+  CHECK(plugin());
+  listed = 42;  // not a string
+  CHECK_FALSE(plugin());
+  listed = "";
+  CHECK_FALSE(plugin());
+}
+
+TEST_CASE("comma-separated annotation values", "[k8s]") {
+  using gapless::k8s::comma_list;
+  CHECK(comma_list("") == std::vector<std::string>{});
+  CHECK(comma_list(" a100 ,, h100,\t") == std::vector<std::string>{"a100", "h100"});
+  CHECK(comma_list("x") == std::vector<std::string>{"x"});
+}

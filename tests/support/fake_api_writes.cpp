@@ -234,8 +234,9 @@ void FakeApiServer::handle_pod_patch(const httplib::Request& req, httplib::Respo
   merge_patch(req, res, Kind::kPod, req.matches[1], req.matches[2]);
 }
 
-// RFC 7386 merge patch, as `kubectl patch --type merge` sends it: the node agent's annotation
-// on its Node, and its marks on pods (gapless.io/allocated, gapless.io/share-overuse).
+// RFC 7386 merge patch, as `kubectl patch --type merge` sends it: the node agent's annotations
+// and product label on its Node, and its marks on pods (gapless.io/allocated,
+// gapless.io/share-overuse).
 void FakeApiServer::merge_patch(const httplib::Request& req, httplib::Response& res, Kind kind,
                                 const std::string& ns, const std::string& name) {
   if (req.get_header_value("Content-Type") != "application/merge-patch+json") {
@@ -254,6 +255,13 @@ void FakeApiServer::merge_patch(const httplib::Request& req, httplib::Response& 
     return send_json(res, 404,
                      failure_status(404, plural + " \"" + name + "\" not found",
                                     {{"name", name}, {"kind", plural}}));
+  }
+  // A resourceVersion in the patch is a precondition, as on the real server (optimistic lock).
+  const std::string want_rv = string_at(patch, "metadata", "resourceVersion");
+  if (!want_rv.empty() && want_rv != string_at(it->second->obj, "metadata", "resourceVersion")) {
+    return send_json(res, 409,
+                     failure_status(409, "Operation cannot be fulfilled on " + plural + " \"" +
+                                             name + "\": the object has been modified"));
   }
   json updated = it->second->obj;
   updated.merge_patch(patch);

@@ -55,6 +55,8 @@ struct DevicePluginOptions {
   MigInstances* mig = nullptr;
   // How often the watch thread checks for a restarted kubelet (or a failed registration).
   std::chrono::milliseconds recheck{1000};
+  // Called (from the watch thread) after each successful registration with the kubelet.
+  std::function<void()> on_registered;
 };
 
 // "nvidia.com/gpu" -> "gapless-nvidia.com-gpu.sock": the plugin's socket in the plugin dir.
@@ -77,11 +79,18 @@ class DevicePlugin {
   void set_gpus(const std::vector<GpuState>& gpus);
 
   int registrations() const;  // successful Register calls so far
+  const std::string& resource() const;
   std::string socket_path() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The value of the gapless.io/device-plugin annotation (k8s::kDevicePluginAnnotation) for these
+// plugins: the resources of those registered with the kubelet so far, comma-separated, in order;
+// empty when none is (the annotation is then removed). The extender gates binds only on nodes
+// that carry it (docs/node-pairing.md).
+std::string registered_resources(const std::vector<std::unique_ptr<DevicePlugin>>& plugins);
 
 }  // namespace gapless::agent

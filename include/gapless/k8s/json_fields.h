@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gapless/model/result.h"
 
@@ -43,6 +44,10 @@ std::optional<std::int64_t> as_int64(const nlohmann::json& value);
 
 // The string entries of an object (labels, annotations); other entries are skipped.
 std::map<std::string, std::string> string_map(const nlohmann::json* obj);
+
+// The items of a comma-separated annotation value ("a, b,,c" -> a, b, c), each trimmed of
+// whitespace, empty items left out.
+std::vector<std::string> comma_list(std::string_view text);
 
 // A resource quantity as it appears in JSON: a string for parse_whole_quantity, or (from YAML
 // written by hand) a non-negative integer up to 2^53. The error message quotes the value.

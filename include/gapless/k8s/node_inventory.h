@@ -15,6 +15,18 @@
 
 namespace gapless::k8s {
 
+// Written by gapless-agent while its device plugin is registered with the node's kubelet: the
+// resources it serves, comma-separated ("nvidia.com/gpu,gapless.io/gpu-shared-count"); removed
+// when the plugin stops (docs/node-pairing.md, "Which nodes are gated").
+inline constexpr std::string_view kDevicePluginAnnotation = "gapless.io/device-plugin";
+
+// Whether Gapless's device plugin allocates this node's GPUs, as the Node shows it: the agent
+// states its plugin is registered (kDevicePluginAnnotation) and the kubelet offers devices of
+// at least one resource it names (status.allocatable > 0). The kubelet marks the devices of a
+// plugin that disconnected unhealthy, so a plugin that died without removing its annotation
+// stops counting at the kubelet's next status update. Sets model::Node::gapless_device_plugin.
+bool gapless_plugin_allocates(const nlohmann::json& node);
+
 // A node without any GPU inventory is returned with no GPUs (not an error): it simply fails
 // every GPU pod as unresolvable. A malformed topology annotation is an error naming the node
 // and the field ("node gpu-h100-01: gapless.io/gpu-topology: gpus[3].memoryMiB: must be a

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gapless::model {
@@ -28,6 +29,10 @@ struct LabelSelector {
   bool matches(const Labels& labels) const;
   bool operator==(const LabelSelector&) const = default;
 };
+
+// Whether `s` is a valid label value (validation.IsValidLabelValue): empty, or at most 63 of
+// [A-Za-z0-9_.-], alphanumeric at both ends.
+bool valid_label_value(std::string_view s);
 
 // The label the API server puts on every namespace (Kubernetes >= 1.21), naming it.
 inline constexpr const char* kNamespaceNameLabel = "kubernetes.io/metadata.name";

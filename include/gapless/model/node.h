@@ -34,6 +34,10 @@ struct Node {
   std::vector<Gpu> gpus;  // gpus[i].index == i
   LinkGraph links;        // size() == gpus.size()
   std::map<std::string, MigPool> mig_pool;  // profile name -> counts (kFeatureDiscovery only)
+  // Gapless's device plugin serves this node's GPUs, as the Node shows it (k8s/node_inventory.h):
+  // only then is each Allocate matched to its pod's record, which the pairing gate protects.
+  // Independent of `source`: the agent may publish the topology while NVIDIA's plugin allocates.
+  bool gapless_device_plugin = false;
   // CPU and memory capacity, and what allocations hold of it. Zero capacity: not tracked (the
   // extender's nodes); the bench sets it so placement can filter like NodeResourcesFit.
   HostResources host;
