@@ -32,29 +32,10 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$dir"
-read -r etcd_port peer_port api_port < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(3)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
-api=https://127.0.0.1:$api_port
+# shellcheck source=local_control_plane.sh
+. "$here/local_control_plane.sh"
 
 # ---- control plane ----------------------------------------------------------------------------
-openssl genrsa -out sa.key 2048 2>/dev/null; openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
-echo "admintoken,admin,admin,system:masters" > tokens.csv
-kc() {  # kubeconfig FILE TOKEN
-  printf '%s\n' "apiVersion: v1" "kind: Config" \
-    "clusters: [{name: c, cluster: {server: \"$api\", insecure-skip-tls-verify: true}}]" \
-    "users: [{name: u, user: {token: \"$2\"}}]" \
-    "contexts: [{name: c, context: {cluster: c, user: u}}]" "current-context: c" > "$1"
-}
-kc admin.kubeconfig admintoken
-admin() { kubectl --kubeconfig "$dir/admin.kubeconfig" "$@"; }
-etcd --data-dir etcd --listen-client-urls "http://127.0.0.1:$etcd_port" \
-  --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-  --listen-peer-urls "http://127.0.0.1:$peer_port" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-  --initial-cluster "default=http://127.0.0.1:$peer_port" > etcd.log 2>&1 & pids+=($!)
 version=$("$bin/kube-apiserver" --version | sed 's/.*v\([0-9]*\.[0-9]*\).*/\1/')
 minor=${version#*.}
 case $minor in  # the ValidatingAdmissionPolicy API each version serves (docs/security.md)
@@ -67,18 +48,7 @@ if [[ $vap != v1 ]]; then
   extra=(--feature-gates=ValidatingAdmissionPolicy=true
          --runtime-config=admissionregistration.k8s.io/$vap=true)
 fi
-"$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$etcd_port" --bind-address=127.0.0.1 \
-  --advertise-address=127.0.0.1 --secure-port="$api_port" --cert-dir=certs \
-  --service-account-issuer=https://kubernetes.default.svc --service-account-key-file=sa.pub \
-  --service-account-signing-key-file=sa.key --token-auth-file=tokens.csv \
-  --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
-  --service-cluster-ip-range=10.96.0.0/16 "${extra[@]}" > apiserver.log 2>&1 & pids+=($!)
-for _ in $(seq 120); do
-  curl -skf -H "Authorization: Bearer admintoken" "$api/readyz" >/dev/null 2>&1 && break
-  sleep 1
-done
-curl -skf -H "Authorization: Bearer admintoken" "$api/readyz" >/dev/null ||
-  die "kube-apiserver did not become ready (KEEP=1 keeps apiserver.log)"
+start_control_plane "$bin" ${extra[@]+"${extra[@]}"}
 echo "agent_policy_check: kube-apiserver v$version, ValidatingAdmissionPolicy $vap" >&2
 
 fails=0
