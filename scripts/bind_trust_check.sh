@@ -35,8 +35,10 @@ for c in etcd kubectl openssl curl python3; do command -v $c >/dev/null || die "
 for b in "$bin/kube-apiserver" "$bin/kube-scheduler" "$ext"; do [[ -x $b ]] || die "missing $b"; done
 dir=$(mktemp -d); pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  # Newest first: a kube-apiserver whose etcd is gone takes a minute to stop.
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill "${pids[i]}" 2>/dev/null || true; wait "${pids[i]}" 2>/dev/null || true
+  done
   if [[ ${KEEP:-} == 1 ]]; then echo "bind_trust_check: logs in $dir" >&2; else rm -rf "$dir"; fi
 }
 trap cleanup EXIT
