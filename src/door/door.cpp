@@ -333,6 +333,7 @@ void Door::stop() {
   core.pool.shutdown();
   core.probes.shutdown();
   core.debug.shutdown();
+  core.large.shutdown();
   asio::post(core.io, [&core] {
     core.stopping = true;
     boost::system::error_code ignored;
