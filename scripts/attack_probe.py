@@ -449,7 +449,8 @@ def main():
             return []
         missed = []
         if max(h) > 100:
-            missed.append(f"healthz max {max(h):.0f} ms > 100")
+            slow = sum(1 for x in h if x > 100)
+            missed.append(f"healthz max {max(h):.0f} ms > 100 ({slow} of {len(h)} calls)")
         if f and pct(f, .99) > max(20, 2 * base["p99"]):
             missed.append(f"filter p99 {pct(f, .99):.1f} ms > {max(20, 2 * base['p99']):.1f}")
         return missed

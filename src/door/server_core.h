@@ -79,6 +79,8 @@ class ServerCore {
   std::mutex mu_;
   std::size_t open_ = 0;
   std::map<std::string, std::size_t> per_peer_;
+  static constexpr std::size_t kClosedPerTrim = 256;  // release(): how often to ask for a trim
+  std::size_t closed_ = 0;
   std::map<Connection*, std::weak_ptr<Connection>> live_;
 
  public:
