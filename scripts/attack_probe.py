@@ -148,6 +148,9 @@ class Attack:
         self.stop = threading.Event()
         self.threads = []
         self.done = 0  # what a counting attack did (handshakes)
+        self.held = 0  # connections a flood holds
+        self.settled = threading.Event()  # cleared by an attack that takes a while to set up
+        self.settled.set()
         self.started = time.time()
 
     def spawn(self, fn, *args):
@@ -247,6 +250,8 @@ def peers_flood(attack, target, sources, per_peer):
                                                  source_address=(sources[i % len(sources)], 0)))
         except OSError:
             pass
+    attack.held = len(held)
+    attack.settled.set()  # measured once every connection is open
     attack.stop.wait()
     for s in held:
         s.close()
@@ -331,8 +336,8 @@ def phases(target, workers, max_connections, tls, rate):
                                  for _ in range(2)]),
         ("filter-1m-8", lambda a: [a.spawn(post_names, a, target, b"/filter", 1200000, "nd-")
                                    for _ in range(8)]),
-        ("peers-flood", lambda a: [a.spawn(peers_flood, a, target,
-                                           [f"127.0.0.{i}" for i in range(2, 7)], 256)]),
+        ("peers-flood", lambda a: [a.settled.clear(), a.spawn(peers_flood, a, target,
+                                                           [f"127.0.0.{i}" for i in range(2, 7)], 256)]),
     ] + ([("tls-handshakes", lambda a: [a.spawn(handshakes, a, target, rate / 4)
                                         for _ in range(4)])] if tls else [])
 
@@ -468,7 +473,10 @@ def main():
             attack = Attack()
             start(attack)
             time.sleep(1)  # let the attack take hold
+            attack.settled.wait(60)
             missed = measure(name, conn)
+            if attack.held:
+                print(f"  held {attack.held} connections", end="")
             if attack.done:
                 print(f"  {attack.done / (time.time() - attack.started):.0f}/s", end="")
             attack.end()

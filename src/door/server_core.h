@@ -45,7 +45,9 @@ class ServerCore {
   // scheduler's bodies (node names; 5,000 nodes are ~100 KB) stay far below, and eight 15 MB
   // filters naming 1.2M nodes once held every worker for seconds while a 1-GPU filter waited.
   static constexpr std::size_t kLargeBodyBytes = std::size_t{1} << 20;
-  static constexpr std::size_t kLargeQueue = 16;
+  // kube-scheduler asks one pod at a time, so a few waiting are plenty; more would be work an
+  // attack leaves behind for seconds after it stops (and memory held meanwhile).
+  static constexpr std::size_t kLargeQueue = 4;
 
   ServerCore(RouteTable& routes, const DoorOptions& options)
       : options(options),
