@@ -211,11 +211,17 @@ def big_head(attack, target, size, once=False):
             return
 
 
-def post_names(attack, target, path, count, prefix="n"):
-    """POSTs an ExtenderArgs naming `count` unknown nodes to `path`, in a loop."""
+def names_request(path, count, prefix="n"):
+    """An ExtenderArgs naming `count` unknown nodes, POSTed to `path`. Built once per phase,
+    before it is measured: building it holds the GIL for a second, which the measuring threads
+    (in this process) would count as the server's latency."""
     names = [f"{prefix}{i}" for i in range(count)]
     body = json.dumps({"Pod": json.loads(FILTER)["Pod"], "NodeNames": names}).encode()
-    req = (b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (path, len(body))) + body
+    return (b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (path, len(body))) + body
+
+
+def post_names(attack, target, req):
+    """POSTs `req` (names_request) in a loop."""
     while not attack.stop.is_set():
         try:
             s = target.connect(timeout=120)
@@ -330,12 +336,13 @@ def phases(target, workers, max_connections, tls, rate):
         ("slow-readers", lambda a: [a.spawn(never_read, a, target, explain_req, 4) for _ in range(n)]),
         ("big-heads", lambda a: [a.spawn(big_head, a, target, 100 * 1024) for _ in range(4)]
          + [a.spawn(big_head, a, target, 64 * 1024 * 1024, True)]),
-        ("explain-1m", lambda a: [a.spawn(post_names, a, target, b"/debug/explain", 1000000) for _ in range(3)]),
+        ("explain-1m", lambda a: [a.spawn(post_names, a, target, req)
+                                  for req in [names_request(b"/debug/explain", 1000000)] * 3]),
         ("conn-flood", lambda a: [a.spawn(flood, a, target, max_connections)]),
-        ("filter-1m", lambda a: [a.spawn(post_names, a, target, b"/filter", 1200000, "nd-")
-                                 for _ in range(2)]),
-        ("filter-1m-8", lambda a: [a.spawn(post_names, a, target, b"/filter", 1200000, "nd-")
-                                   for _ in range(8)]),
+        ("filter-1m", lambda a: [a.spawn(post_names, a, target, req)
+                                 for req in [names_request(b"/filter", 1200000, "nd-")] * 2]),
+        ("filter-1m-8", lambda a: [a.spawn(post_names, a, target, req)
+                                   for req in [names_request(b"/filter", 1200000, "nd-")] * 8]),
         ("peers-flood", lambda a: [a.settled.clear(), a.spawn(peers_flood, a, target,
                                                            [f"127.0.0.{i}" for i in range(2, 7)], 256)]),
     ] + ([("tls-handshakes", lambda a: [a.spawn(handshakes, a, target, rate / 4)
