@@ -40,6 +40,7 @@ only its status server is attacked (issue 38), /healthz alone measured:
 
 Usage: scripts/attack_probe.py build/gapless-extender [--tls] [--workers 4] [--seconds 10]
                                [--only PHASE[,PHASE...]] [--settle 10] [--after 60]
+                               [--handshakes 400]
        scripts/attack_probe.py build/gapless-agent --agent [--seconds 10] [--settle 10] [--after 10]
 Only the Python standard library (and the openssl command for --tls).
 """
