@@ -40,7 +40,7 @@ only its status server is attacked (issue 38), /healthz alone measured:
 
 Usage: scripts/attack_probe.py build/gapless-extender [--tls] [--workers 4] [--seconds 10]
                                [--only PHASE[,PHASE...]] [--settle 10] [--after 60]
-                               [--handshakes 400]
+                               [--handshakes 400] [--tls-key rsa|ec]
        scripts/attack_probe.py build/gapless-agent --agent [--seconds 10] [--settle 10] [--after 10]
 Only the Python standard library (and the openssl command for --tls).
 """
@@ -362,6 +362,8 @@ def main():
     ap.add_argument("--settle", type=float, default=0,
                     help="seconds after each attack before its RSS is taken (0: not taken)")
     ap.add_argument("--handshakes", type=float, default=400, help="tls-handshakes: per second")
+    ap.add_argument("--tls-key", choices=["rsa", "ec"], default="rsa",
+                    help="the certificate's key: RSA 2048 or ECDSA P-256 (cheaper handshakes)")
     ap.add_argument("--only", default="", help="comma-separated phases to run (default: all)")
     args = ap.parse_args()
     port, probe_port = free_port(), free_port()
@@ -377,7 +379,9 @@ def main():
         cmd = [args.extender, "--listen", f"127.0.0.1:{port}", "--kubeconfig", f"{tmp}/kubeconfig",
                "--node-name", "probe-node", "--nvml-library", f"{tmp}/no-nvml.so", "--no-usage"]
     elif args.tls:
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        key = ["-newkey", "rsa:2048"] if args.tls_key == "rsa" else [
+            "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"]
+        subprocess.run(["openssl", "req", "-x509", *key, "-nodes", "-days", "1",
                         "-subj", "/CN=127.0.0.1", "-keyout", f"{tmp}/k.pem", "-out", f"{tmp}/c.pem"],
                        check=True, capture_output=True)
         cmd += ["--tls-cert", f"{tmp}/c.pem", "--tls-key", f"{tmp}/k.pem"]
