@@ -8,7 +8,8 @@
 # they are built); GAPLESS_EXTENDER defaults to build/gapless-extender; etcd (Debian's
 # etcd-server), kubectl, openssl, curl and python3 come from PATH. On 127.0.0.1 ports the kernel
 # picks, in a temporary directory: etcd and kube-apiserver with --authorization-mode=Node,RBAC
-# and NodeRestriction (scripts/local_control_plane.sh); `kubectl apply -k manifests/` as shipped;
+# and NodeRestriction (scripts/local_control_plane.sh); manifests/ as shipped, less its
+# cert-manager objects (no cert-manager here);
 # a token for the extender's ServiceAccount gapless-system/gapless-scheduler (TokenRequest, what
 # the kubelet would mount), with which gapless-extender runs in Kubernetes mode (verbs on
 # --listen, probes and /metrics on --probe-listen, as in manifests/deployment.yaml); kube-scheduler
@@ -54,7 +55,7 @@ pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 jq_py() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }  # PYTHON over JSON on stdin
 
-admin apply -k "$repo/manifests" > apply.log 2>&1 || die "kubectl apply -k manifests/: $(tail -3 apply.log)"
+apply_manifests "$repo/manifests" || die "applying manifests/: $(tail -3 apply.log)"
 admin create namespace tenant > /dev/null
 admin -n tenant create serviceaccount default > /dev/null  # no controller-manager makes it
 

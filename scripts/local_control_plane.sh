@@ -8,7 +8,8 @@
 #   start_control_plane K8S_BIN_DIR [extra kube-apiserver flags...]
 #
 # Sets api (its URL), writes admin.kubeconfig and defines kc FILE TOKEN (a kubeconfig for a
-# token) and admin (kubectl as system:masters). Returns once /readyz answers.
+# token), admin (kubectl as system:masters) and apply_manifests DIR. Returns once /readyz
+# answers.
 
 kc() {  # kubeconfig FILE TOKEN
   printf '%s\n' "apiVersion: v1" "kind: Config" \
@@ -17,6 +18,17 @@ kc() {  # kubeconfig FILE TOKEN
     "contexts: [{name: c, context: {cluster: c, user: u}}]" "current-context: c" > "$1"
 }
 admin() { kubectl --kubeconfig "$dir/admin.kubeconfig" "$@"; }
+
+# kubectl apply -k DIR, less its cert-manager objects (the webhook's Issuers and Certificates:
+# no cert-manager runs here, and its kinds are unknown); the webhook configurations stay, with
+# failurePolicy Ignore. Output in apply.log.
+apply_manifests() {
+  kubectl kustomize "$1" | python3 -c '
+import sys
+docs = sys.stdin.read().split("\n---\n")
+print("\n---\n".join(d for d in docs if "\napiVersion: cert-manager.io/" not in "\n" + d))' |
+    admin apply -f - > apply.log 2>&1
+}
 
 free_ports() {  # N: N free TCP ports on 127.0.0.1, one line
   python3 -c '
