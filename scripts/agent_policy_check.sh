@@ -8,8 +8,8 @@
 # later version works too); etcd (Debian's etcd-server), kubectl, openssl, curl and python3 come
 # from PATH. On 127.0.0.1 ports the kernel picks, in a temporary directory, the script starts etcd
 # and kube-apiserver with --authorization-mode=Node,RBAC and ValidatingAdmissionPolicy on (on
-# 1.26-1.29 its feature gate and runtime-config), no kubelet; applies manifests/ as shipped, and
-# manifests/node-policy/ (converted to the API version the server serves, as docs/security.md
+# 1.26-1.29 its feature gate and runtime-config), no kubelet; applies manifests/ as shipped (less
+# its cert-manager objects: none runs here), and manifests/node-policy/ (converted to the API version the server serves, as docs/security.md
 # tells 1.26-1.29 users to); creates node-a and node-b, an agent pod and a tenant pod bound to
 # each; asks a token for the agent's ServiceAccount bound to the agent pod on node-a (what the
 # kubelet mounts into it); and tries, with that token, what a compromised agent would. One line
@@ -32,29 +32,10 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$dir"
-read -r etcd_port peer_port api_port < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(3)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
-api=https://127.0.0.1:$api_port
+# shellcheck source=local_control_plane.sh
+. "$here/local_control_plane.sh"
 
 # ---- control plane ----------------------------------------------------------------------------
-openssl genrsa -out sa.key 2048 2>/dev/null; openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
-echo "admintoken,admin,admin,system:masters" > tokens.csv
-kc() {  # kubeconfig FILE TOKEN
-  printf '%s\n' "apiVersion: v1" "kind: Config" \
-    "clusters: [{name: c, cluster: {server: \"$api\", insecure-skip-tls-verify: true}}]" \
-    "users: [{name: u, user: {token: \"$2\"}}]" \
-    "contexts: [{name: c, context: {cluster: c, user: u}}]" "current-context: c" > "$1"
-}
-kc admin.kubeconfig admintoken
-admin() { kubectl --kubeconfig "$dir/admin.kubeconfig" "$@"; }
-etcd --data-dir etcd --listen-client-urls "http://127.0.0.1:$etcd_port" \
-  --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-  --listen-peer-urls "http://127.0.0.1:$peer_port" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-  --initial-cluster "default=http://127.0.0.1:$peer_port" > etcd.log 2>&1 & pids+=($!)
 version=$("$bin/kube-apiserver" --version | sed 's/.*v\([0-9]*\.[0-9]*\).*/\1/')
 minor=${version#*.}
 case $minor in  # the ValidatingAdmissionPolicy API each version serves (docs/security.md)
@@ -67,18 +48,7 @@ if [[ $vap != v1 ]]; then
   extra=(--feature-gates=ValidatingAdmissionPolicy=true
          --runtime-config=admissionregistration.k8s.io/$vap=true)
 fi
-"$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$etcd_port" --bind-address=127.0.0.1 \
-  --advertise-address=127.0.0.1 --secure-port="$api_port" --cert-dir=certs \
-  --service-account-issuer=https://kubernetes.default.svc --service-account-key-file=sa.pub \
-  --service-account-signing-key-file=sa.key --token-auth-file=tokens.csv \
-  --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
-  --service-cluster-ip-range=10.96.0.0/16 "${extra[@]}" > apiserver.log 2>&1 & pids+=($!)
-for _ in $(seq 120); do
-  curl -skf -H "Authorization: Bearer admintoken" "$api/readyz" >/dev/null 2>&1 && break
-  sleep 1
-done
-curl -skf -H "Authorization: Bearer admintoken" "$api/readyz" >/dev/null ||
-  die "kube-apiserver did not become ready (KEEP=1 keeps apiserver.log)"
+start_control_plane "$bin" ${extra[@]+"${extra[@]}"}
 echo "agent_policy_check: kube-apiserver v$version, ValidatingAdmissionPolicy $vap" >&2
 
 fails=0
@@ -86,10 +56,10 @@ pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
 # ---- Gapless as shipped ------------------------------------------------------------------------
-if admin apply -k "$repo/manifests" > apply.log 2>&1; then
-  pass "kubectl apply -k manifests/ (no admission policy in it) succeeds on v$version"
+if apply_manifests "$repo/manifests"; then
+  pass "manifests/ (no admission policy in it; less its cert-manager objects, as no cert-manager runs here) applies on v$version"
 else
-  fail "kubectl apply -k manifests/ on v$version: $(tail -3 apply.log)"
+  fail "applying manifests/ on v$version: $(tail -3 apply.log)"
 fi
 kubectl kustomize "$repo/manifests/node-policy" > policy-v1.yaml
 if [[ $vap != v1 ]]; then

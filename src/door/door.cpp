@@ -184,11 +184,19 @@ ServerCore::Admission ServerCore::admit(const std::string& peer) {
 }
 
 void ServerCore::release(const std::string& peer) {
-  std::lock_guard lock(mu_);
-  --open_;
-  if (auto it = per_peer_.find(peer); it != per_peer_.end() && --it->second == 0) {
-    per_peer_.erase(it);
+  bool many_closed = false;
+  {
+    std::lock_guard lock(mu_);
+    --open_;
+    if (auto it = per_peer_.find(peer); it != per_peer_.end() && --it->second == 0) {
+      per_peer_.erase(it);
+    }
+    many_closed = ++closed_ % kClosedPerTrim == 0;
   }
+  // Each connection's buffers (TLS: ~100 KB) are freed into malloc's arenas, which keep them: a
+  // flood of 1,280 HTTPS connections left 117 MiB 10 s after it ended. Have them handed back
+  // as after a large request, once the closing stops.
+  if (many_closed) routes.note_large_request_freed();
 }
 
 void ServerCore::add(Connection* c, std::weak_ptr<Connection> w) {
@@ -333,6 +341,7 @@ void Door::stop() {
   core.pool.shutdown();
   core.probes.shutdown();
   core.debug.shutdown();
+  core.large.shutdown();
   asio::post(core.io, [&core] {
     core.stopping = true;
     boost::system::error_code ignored;

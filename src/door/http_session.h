@@ -344,6 +344,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     auto& message = parser_->get();
     Request request{std::string(message.method_string()), session_detail::path_of(message.target()),
                     std::move(message.body())};
+    const bool large = request.body.size() > ServerCore::kLargeBodyBytes;
     parser_.reset();
     release_body();
     if (route_.lane == Route::Lane::kLoop) return write(core_.routes.answer_now(route_));
@@ -368,6 +369,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     };
     WorkerPool& lane = route_.lane == Route::Lane::kProbe   ? core_.probes
                        : route_.lane == Route::Lane::kDebug ? core_.debug
+                       : large                              ? core_.large
                                                             : core_.pool;
     if (!lane.try_submit(job)) {
       state->done = true;  // answered here instead

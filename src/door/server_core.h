@@ -41,13 +41,21 @@ class ServerCore {
  public:
   // The debug lane's queue: debug and map requests waiting beyond it are answered 503.
   static constexpr std::size_t kDebugQueue = 16;
+  // A worker route's request whose body is larger runs on the large lane, one thread: kube-
+  // scheduler's bodies (node names; 5,000 nodes are ~100 KB) stay far below, and eight 15 MB
+  // filters naming 1.2M nodes once held every worker for seconds while a 1-GPU filter waited.
+  static constexpr std::size_t kLargeBodyBytes = std::size_t{1} << 20;
+  // kube-scheduler asks one pod at a time, so a few waiting are plenty; more would be work an
+  // attack leaves behind for seconds after it stops (and memory held meanwhile).
+  static constexpr std::size_t kLargeQueue = 4;
 
   ServerCore(RouteTable& routes, const DoorOptions& options)
       : options(options),
         routes(routes),
         pool(options.workers, options.max_queue),
         probes(1, Door::kProbeQueue),
-        debug(1, kDebugQueue) {}
+        debug(1, kDebugQueue),
+        large(1, kLargeQueue) {}
 
   // Why a connection was admitted only for probes ("" if fully), or refused at once.
   struct Admission {
@@ -73,6 +81,8 @@ class ServerCore {
   std::mutex mu_;
   std::size_t open_ = 0;
   std::map<std::string, std::size_t> per_peer_;
+  static constexpr std::size_t kClosedPerTrim = 256;  // release(): how often to ask for a trim
+  std::size_t closed_ = 0;
   std::map<Connection*, std::weak_ptr<Connection>> live_;
 
  public:
@@ -100,6 +110,7 @@ class ServerCore {
   WorkerPool pool;
   WorkerPool probes;      // one reserved thread: /metrics never waits for the workers
   WorkerPool debug;       // one thread for /debug/* and /ui/*: the verbs never wait for them
+  WorkerPool large;       // one thread for bodies over kLargeBodyBytes: the others never wait
   bool stopping = false;  // on the loop
 };
 

@@ -152,6 +152,40 @@ TEST_CASE("a full queue answers at once: verbs with an overloaded Error, health 
   CHECK(metrics->body.find(overload_sample("filter") + "1") != std::string::npos);
 }
 
+TEST_CASE("a request with a large body never holds the worker a normal request needs",
+          "[server][overload]") {
+  Gate gate;
+  server::HttpOptions options;
+  options.workers = 1;
+  std::atomic<int> filters{0};
+  options.before_handler = [&](const std::string& path) {
+    if (path == "/filter" && filters++ == 0) gate.pass();  // the large one is held
+  };
+  LiveServer srv(options);
+  Call large;
+  OpenOnExit opener{gate};
+  std::vector<std::string> unknown;
+  for (int i = 0; i < 100000; ++i) unknown.push_back("unknown-node-" + std::to_string(i));
+  const std::string large_body = extender_args(gpu_pod("big", "uid-big", 1), unknown);
+  REQUIRE(large_body.size() > (std::size_t{1} << 20));  // the door's large-lane bound
+
+  start_post(large, srv, "/filter", large_body);
+  REQUIRE(eventually([&] { return gate.entered() == 1; }));
+  CHECK(srv.http().busy_workers() == 0);  // it runs on the large lane, not on the one worker
+  auto res = srv.client().Post("/filter", kFilterBody, "application/json");
+  REQUIRE(res);  // before: queued behind the held worker until the read timeout
+  CHECK(res->status == 200);
+  CHECK(json::parse(res->body).at("NodeNames") == json::array({"h100-nvs-01"}));
+
+  gate.open();
+  large.thread.join();
+  INFO(large.error);
+  REQUIRE(large.status == 200);
+  const json r = json::parse(large.body);
+  CHECK(r.at("Error") == "");
+  CHECK(r.at("NodeNames").empty());  // no such nodes
+}
+
 TEST_CASE("a flood of slow verb calls: every call gets an answer, probes stay ok",
           "[server][overload]") {
   server::HttpOptions options;
