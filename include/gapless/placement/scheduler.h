@@ -103,6 +103,17 @@ class Scheduler {
       const std::vector<VictimQuery>& nodes,
       const std::vector<DisruptionBudget>& budgets = {}) const;
 
+  // Consolidate (consolidation_stage.h): for a pod no node fits, the fewest movable pods to move
+  // so one node fits it, under the current policy's `consolidation` rules (none while they are
+  // off). `now_s`: the driver's clock. `request_of`: the request each evicted pod would be placed
+  // again with, when the driver knows it (else one derived from what it holds).
+  using RequestOf = std::function<std::optional<model::GpuRequest>(const model::Allocation&)>;
+  ConsolidationSearch consolidate(const model::PodInfo& pod, const model::GpuRequest& req,
+                                  const Profile& profile, double now_s,
+                                  const RequestOf& request_of = {}) const;
+  // The driver evicted `plan`'s pods at now_s: the rate limits count them from now on.
+  void moves_made(const ConsolidationPlan& plan, double now_s);
+
   // --- waiting pods and the drain target (waiting_stage.h) ----------------------------------
   // A pod whose Filter passed no node waits; returns whether it is recorded. `now_s`: the
   // driver's clock, for expire_waiting. kFilter: a Filter of the pod passed no node (confirmed
