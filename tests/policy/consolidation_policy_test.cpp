@@ -13,6 +13,8 @@ namespace {
 using gapless::policy::load_policy_file;
 using gapless::policy::parse_policy;
 
+const std::string kSource = gapless::test::source_dir();
+
 // Lines 1-6; `consolidation:` is line 7 and its first key is on line 8.
 const std::string kHead = gapless::test::policy_head() + "consolidation:\n";
 
@@ -68,8 +70,8 @@ TEST_CASE("bad consolidation values are refused with where and why", "[policy][c
        "c.yaml:8: consolidation.rateLimit.perMinute: expected evictions per minute"},
       {"  rateLimit: {podCooldownSeconds: .nan}\n",
        "c.yaml:8: consolidation.rateLimit.podCooldownSeconds: expected seconds"},
-      {"  rateLimit: {perHour: 3}\n", "c.yaml:8: consolidation.rateLimit: unknown key"},
-      {"  maxMoves: 3\n", "c.yaml:8: consolidation: unknown key"},
+      {"  rateLimit: {perHour: 3}\n", "c.yaml:8: consolidation.rateLimit.perHour: unknown key"},
+      {"  maxMoves: 3\n", "c.yaml:8: consolidation.maxMoves: unknown key"},
   };
   for (const auto& [text, expected] : cases) {
     const auto r = parse_policy(kHead + text, "c.yaml");
