@@ -106,11 +106,14 @@ class Scheduler {
   // Consolidate (consolidation_stage.h): for a pod no node fits, the fewest movable pods to move
   // so one node fits it, under the current policy's `consolidation` rules (none while they are
   // off). `now_s`: the driver's clock. `request_of`: the request each evicted pod would be placed
-  // again with, when the driver knows it (else one derived from what it holds).
+  // again with, when the driver knows it (else one derived from what it holds); `started_at`:
+  // when a pod started, on the same clock (else no GPU-time is counted for it).
   using RequestOf = std::function<std::optional<model::GpuRequest>(const model::Allocation&)>;
+  using StartedAt = std::function<double(const model::Allocation&)>;
   ConsolidationSearch consolidate(const model::PodInfo& pod, const model::GpuRequest& req,
                                   const Profile& profile, double now_s,
-                                  const RequestOf& request_of = {}) const;
+                                  const RequestOf& request_of = {},
+                                  const StartedAt& started_at = {}) const;
   // The driver evicted `plan`'s pods at now_s: the rate limits count them from now on.
   void moves_made(const ConsolidationPlan& plan, double now_s);
 
