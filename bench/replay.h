@@ -109,7 +109,7 @@ struct DynamicOptions {
   // (opted in), the policy's consolidation is on with its shipped knobs, and a multi-GPU pod that
   // fits no node, on arrival or on a retry, gets the plan applied. 0: off.
   double movable = 0;
-  int max_moves = 0;  // consolidation's maxMovesPerPlan for this run; 0: the policy's
+  int max_moves = 0;       // consolidation's maxMovesPerPlan for this run; 0: the policy's
   int curve_points = 201;  // samples of the curves over [0, curve_span x last arrival]
   double curve_span = 2;
 };

@@ -162,8 +162,7 @@ class EnginePath : public DynamicPath {
   }
   // Each arrival movable with probability `fraction`, drawn from the seed alone: the same pods
   // for every policy of a seed.
-  static std::vector<char> draw_movable(std::size_t arrivals, double fraction,
-                                        std::uint64_t seed) {
+  static std::vector<char> draw_movable(std::size_t arrivals, double fraction, std::uint64_t seed) {
     std::vector<char> out(arrivals, 0);
     if (fraction <= 0) return out;
     Rng rng(seed ^ 0x6d6f7661626c6521ULL);
