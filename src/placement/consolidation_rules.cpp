@@ -1,7 +1,9 @@
 // Consolidation's rules around the search (placement/consolidation.h): the request an evicted pod
 // is placed again with when the driver has none, and the ledger behind the rate limits.
 #include <algorithm>
+#include <iomanip>
 #include <map>
+#include <sstream>
 
 #include "gapless/placement/consolidation.h"
 
@@ -71,6 +73,26 @@ std::optional<model::GpuRequest> held_request(const model::Node& node, const mod
   }
   if (r) r->host = a.host;
   return r;
+}
+
+std::string describe(const ConsolidationSearch& s, const ConsolidationRules& rules) {
+  if (!rules.enabled) return "consolidation is off in the policy";
+  if (s.fits_now) return "a node fits the pod now: nothing to move";
+  std::ostringstream o;
+  o << s.nodes_considered << " node(s) could be freed by movable pods; " << s.sets_fitting
+    << " eviction set(s) free enough room, " << s.sets_unplaceable
+    << " refused (a pod could not be placed elsewhere), " << s.sets_rate_limited
+    << " over the rate limits" << (s.exhaustive ? "" : " (search bound reached)");
+  if (!s.plan) {
+    o << "; no plan within " << rules.max_moves << " eviction(s)";
+    return o.str();
+  }
+  const ConsolidationPlan& p = *s.plan;
+  o << std::fixed << std::setprecision(2) << "; chosen: evict " << p.moves.size() << " pod(s) from "
+    << p.node << ", the fewest evictions, then the least GPU-time lost (" << p.gpu_seconds / 3600
+    << " GPU-hours, " << static_cast<double>(p.gpu_milli) / 1000 << " GPUs of work held)"
+    << (rules.dry_run ? "; dry run: nothing is evicted" : "");
+  return o.str();
 }
 
 bool MoveLedger::cooling_down(const std::string& pod_uid, double now_s,

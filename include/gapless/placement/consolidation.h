@@ -102,6 +102,9 @@ ConsolidationSearch plan_consolidation(const model::Cluster& cluster, const mode
                                        std::int32_t priority, const Profile& profile,
                                        const ConsolidationQuery& query);
 
+// One sentence on the search: the plan and why it was chosen, or why there is none.
+std::string describe(const ConsolidationSearch& search, const ConsolidationRules& rules);
+
 // The moves made, for the rate limits: deterministic, on the driver's clock.
 class MoveLedger {
  public:
