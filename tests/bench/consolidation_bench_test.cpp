@@ -17,26 +17,23 @@ using namespace gapless::bench::testing;
 
 namespace {
 
-double start_of(const Workload& w, const Arrivals& a, const DynamicRun& r,
-                const std::string& name) {
-  for (std::size_t k = 0; k < a.order.size(); ++k) {
-    if (w.pods[a.order[k]].name == name) return r.start[k];
-  }
-  FAIL("no pod " << name);
-  return -1;
+// a and b, 4 GPUs each. spread puts big on one node and small on the other; four then fits
+// neither (1 and 3 GPUs free) until big leaves at 100.
+std::vector<model::Node> two_nodes() {
+  return {to_node({"a", 64000, 1 << 20, 4, "T4"}), to_node({"b", 64000, 1 << 20, 4, "T4"})};
+}
+
+Workload crowded() {
+  return prepare_workload("micro", {timed("big", 3, 1000, 0, 100), timed("small", 1, 1000, 1, 100),
+                                    timed("four", 4, 1000, 10, 5)});
 }
 
 }  // namespace
 
 TEST_CASE("dynamic with movable pods: room made for a waiting multi-GPU pod",
           "[bench][dynamic][consolidation]") {
-  const std::vector<model::Node> nodes = {to_node({"a", 64000, 1 << 20, 4, "T4"}),
-                                          to_node({"b", 64000, 1 << 20, 4, "T4"})};
-  // spread puts big on one node and small on the other; four then fits neither (1 and 3 GPUs
-  // free) until big leaves at 100.
-  const Workload w =
-      prepare_workload("micro", {timed("big", 3, 1000, 0, 100), timed("small", 1, 1000, 1, 100),
-                                 timed("four", 4, 1000, 10, 5)});
+  const std::vector<model::Node> nodes = two_nodes();
+  const Workload w = crowded();
   const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 42);
 
   const DynamicRun still = replay_dynamic(nodes, w, a, paper("spread"), 42, DynamicOptions{});
@@ -78,11 +75,8 @@ TEST_CASE("dynamic with movable pods: room made for a waiting multi-GPU pod",
 }
 
 TEST_CASE("dynamic with no movable pods: nothing moves", "[bench][dynamic][consolidation]") {
-  const std::vector<model::Node> nodes = {to_node({"a", 64000, 1 << 20, 4, "T4"}),
-                                          to_node({"b", 64000, 1 << 20, 4, "T4"})};
-  const Workload w =
-      prepare_workload("micro", {timed("big", 3, 1000, 0, 100), timed("small", 1, 1000, 1, 100),
-                                 timed("four", 4, 1000, 10, 5)});
+  const std::vector<model::Node> nodes = two_nodes();
+  const Workload w = crowded();
   const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 42);
   DynamicOptions opt;
   opt.movable = 0.000001;  // consolidation on, but (almost surely) no pod drawn movable
