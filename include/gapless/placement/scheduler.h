@@ -4,7 +4,8 @@
 // profile (select_profile), the engine's fit between Filter's stages, Score, NormalizeScore
 // (normalize: 0..10, best alone at 10), the pick and commit of Reserve, and keeping the fragment
 // cache, the per-policy verdict cache and the live summary current with the model. Stages: the
-// quotas, the waiting pods' drain target, filter.keepBest, preemption (PostFilter), the learned
+// quotas, the waiting pods' drain target, filter.keepBest, preemption (PostFilter), consolidation
+// (Consolidate: moves of movable pods that make room for a pod no node fits), the learned
 // workload mix. Also explain (every point's answer per node, read-only) and warm (the verdict
 // cache, off the pods' path). Drivers never fill a ScoreContext: a policy naming a strategy is
 // enough for the strategy to get what it needs. docs/architecture.md tells how to add a stage.
