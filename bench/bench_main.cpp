@@ -126,6 +126,14 @@ int main(int argc, char** argv) {
   app.add_flag("--least-waits", dyn.least_waits,
                "--dynamic, in-process: also the least the longest-waiting multi-GPU pod could have "
                "waited once it arrived (multi_gpu_longest_bound_s; slower)");
+  app.add_option("--movable", dyn.movable,
+                 "--dynamic, in-process: this fraction of the pods (0-1, drawn per seed) is "
+                 "movable and consolidation moves them for waiting multi-GPU pods (default 0: off)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--max-moves", dyn.max_moves,
+                 "--movable: evictions one plan may make (1-8; default: the policy's "
+                 "consolidation.maxMovesPerPlan, 3)")
+      ->check(CLI::Range(1, 8));
   app.add_option("--scheduler-config", scheduler_config,
                  "as-deployed mode: replay through kube-scheduler configured by this "
                  "KubeSchedulerConfiguration (e.g. manifests/scheduler-config.yaml)");
@@ -185,6 +193,11 @@ int main(int argc, char** argv) {
     // see pods leave: the dynamic replay as deployed runs the extender in-process only.
     return std::cerr << "gapless-bench: --dynamic does not run against --extender; use "
                         "--scheduler-config alone (the extender in-process)\n",
+           2;
+  }
+  if (dyn.movable > 0 && (!dynamic || in.deployed)) {
+    return std::cerr << "gapless-bench: --movable needs --dynamic, in-process (no "
+                        "--scheduler-config)\n",
            2;
   }
   if (no_unschedulable && (!dynamic || !in.deployed)) {

@@ -28,7 +28,10 @@ Placer::Placer(const std::vector<model::Node>& nodes, const Workload& w, const P
       redraw_(uses_draw(profile_)),
       draws_(seed ^ 0x5eed5eed5eed5eedULL) {
   sched_.read([&](const model::Cluster& c) { ptrs_ = c.nodes(); });
-  for (const model::Node* n : ptrs_) names_.push_back(n->name);
+  for (const model::Node* n : ptrs_) {
+    index_of_.emplace(n->name, names_.size());
+    names_.push_back(n->name);
+  }
   if (track_oracle_) oracle_.rebuild(ptrs_);
 }
 
@@ -60,6 +63,44 @@ std::size_t Placer::place(int pod, const std::string& uid, std::int64_t* granted
   *granted = granted_milli(*alloc);
   changed(best);
   return best;
+}
+
+std::optional<DynamicPath::Room> Placer::make_room(
+    int pod, const std::string& uid, double t,
+    const std::function<double(const std::string&)>& started_at,
+    const std::function<int(const std::string&)>& pod_of) {
+  const placement::Scheduler::RequestOf request_of = [&](const model::Allocation& a) {
+    return std::optional(w_.requests[pod_of(a.pod_uid)]);
+  };
+  const placement::Scheduler::StartedAt started = [&](const model::Allocation& a) {
+    return started_at(a.pod_uid);
+  };
+  const placement::ConsolidationSearch search =
+      sched_.consolidate(info(pod, uid), w_.requests[pod], profile_, t, request_of, started);
+  if (!search.plan || loaded_->policy.consolidation.dry_run) return std::nullopt;
+  const placement::ConsolidationPlan& plan = *search.plan;
+  for (const placement::PlannedMove& m : plan.moves) release(m.pod_uid, index_of_.at(m.from));
+  DynamicPath::Room room;
+  room.node = node_count();
+  if (auto a = sched_.reserve(info(pod, uid), w_.requests[pod], profile_, plan.node)) {
+    room.node = index_of_.at(plan.node);
+    room.granted = granted_milli(*a);
+    changed(room.node);
+  }
+  for (const placement::PlannedMove& m : plan.moves) {
+    const int moved = pod_of(m.pod_uid);
+    DynamicPath::Moved out{m.pod_uid, node_count(), 0};
+    if (auto a = sched_.reserve(info(moved, m.pod_uid), w_.requests[moved], profile_, m.to)) {
+      out.node = index_of_.at(m.to);
+      out.granted = granted_milli(*a);
+      changed(out.node);
+    } else {
+      out.node = place(moved, m.pod_uid, &out.granted);
+    }
+    room.moved.push_back(std::move(out));
+  }
+  sched_.moves_made(plan, t);
+  return room;
 }
 
 model::Cluster Placer::cluster_of(const std::vector<model::Node>& nodes) {

@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "gapless/model/cluster.h"
@@ -51,6 +53,20 @@ class Placer {
   // The model as it stands (between calls; the replay is single-threaded).
   void read(const std::function<void(const model::Cluster&)>& f) const { sched_.read(f); }
 
+  // Consolidation: whether the pod placed under a uid is movable (opted in); unset: none is.
+  void set_movable(std::function<bool(const std::string& uid)> movable) {
+    movable_ = std::move(movable);
+  }
+  // The pod fits no node at t: the Scheduler's consolidation plan, applied as a driver would:
+  // the plan's pods released, the pod reserved on the plan's node, each moved pod reserved
+  // where the plan placed it (else wherever place() puts it), the moves reported made.
+  // `started_at(uid)`: when a running pod last started; `pod_of(uid)`: the workload pod of a
+  // uid. Nullopt when there is no plan (or consolidation is off or in dry-run).
+  std::optional<DynamicPath::Room> make_room(
+      int pod, const std::string& uid, double t,
+      const std::function<double(const std::string&)>& started_at,
+      const std::function<int(const std::string&)>& pod_of);
+
   // Frees the allocation of `uid`, which place() put on node n.
   void release(const std::string& uid, std::size_t n) {
     if (sched_.release(uid)) changed(n);
@@ -63,6 +79,7 @@ class Placer {
     model::PodInfo i;
     i.uid = uid;
     i.name = w_.pods[pod].name;
+    if (movable_ && movable_(uid)) i.movable = model::Movability::kOptedIn;
     return i;
   }
   void changed(std::size_t n) {
@@ -79,7 +96,9 @@ class Placer {
   const bool redraw_;  // a strategy reads the per-pod draw (random)
   std::vector<const model::Node*> ptrs_;
   std::vector<std::string> names_;
+  std::unordered_map<std::string, std::size_t> index_of_;  // node name -> n
   Rng draws_;
+  std::function<bool(const std::string&)> movable_;
 };
 
 }  // namespace gapless::bench

@@ -28,6 +28,7 @@ placement::Policy policy_of(const PolicySetup& setup) {
   p.source = "bench";
   p.profiles = {setup.profile};
   p.default_profile = setup.profile.name;
+  p.consolidation = setup.consolidation;
   return p;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,8 @@ struct PolicySetup {
   // Score against the trace's typical pods (the FGD paper's oracle) instead of a mix learned
   // online from the pods seen so far.
   bool oracle_mix = false;
+  // The policy's consolidation knobs (off; the dynamic replay turns it on with --movable).
+  placement::ConsolidationRules consolidation;
 };
 
 // The policy a bench run places with: the setup's profile alone, as the default.
@@ -102,6 +105,11 @@ struct DynamicOptions {
   // DynamicRun::multi_gpu_longest_bound: DynamicPath::earliest_room for every multi-GPU pod
   // that does not start on arrival (a pass over the nodes each; up to 10x slower a run).
   bool least_waits = false;
+  // Consolidation (docs/consolidation.md): this fraction of the pods, drawn per seed, are movable
+  // (opted in), the policy's consolidation is on with its shipped knobs, and a multi-GPU pod that
+  // fits no node, on arrival or on a retry, gets the plan applied. 0: off.
+  double movable = 0;
+  int max_moves = 0;       // consolidation's maxMovesPerPlan for this run; 0: the policy's
   int curve_points = 201;  // samples of the curves over [0, curve_span x last arrival]
   double curve_span = 2;
 };
@@ -122,7 +130,18 @@ struct DynamicRun {
   // The same over the started multi-GPU pods (2 or more whole GPUs), the ones a packing that
   // leaves no whole host free makes wait longest; 0 where the trace has none.
   int multi_gpu_started = 0;
-  double multi_gpu_pending_mean = 0, multi_gpu_pending_max = 0, multi_gpu_waited_pct = 0;
+  double multi_gpu_pending_mean = 0, multi_gpu_pending_p99 = 0, multi_gpu_pending_max = 0,
+         multi_gpu_waited_pct = 0;
+  // Consolidation (DynamicOptions::movable): plans applied, pods moved, moved pods per 1,000
+  // arrivals, and the GPU-time lost: each moved pod restarts from scratch, so the GPU-seconds
+  // it had run (granted GPUs x time since it last started) are lost. A moved pod that the
+  // model could not place again after all (never expected) is counted in moved_unplaced and
+  // waits again.
+  int plans_applied = 0;
+  int moves = 0;
+  double moves_per_1000 = 0;
+  double gpu_seconds_lost = 0;
+  int moved_unplaced = 0;
   // For the multi-GPU pod that waited longest: DynamicPath::earliest_room at its arrival minus
   // its arrival, the least it could have waited once it arrived (0 where none waited; NaN
   // without DynamicOptions::least_waits and as deployed). Equal to multi_gpu_pending_max: its
@@ -170,6 +189,24 @@ class DynamicPath {
   // target or policy acting after t can start the pod sooner without evicting a pod. NaN where
   // the path cannot tell (as deployed: the model is the extender's).
   using LeavesAt = std::function<double(const std::string& uid)>;
+  // Consolidation: the pod fits no node at t; the path may move movable pods (each started at
+  // started_at(uid)) so it starts. Nullopt when it made no room; else the pod's node and
+  // granted milli, and every moved pod's new node (node_count() if it did not start again).
+  struct Moved {
+    std::string uid;
+    std::size_t node = 0;
+    std::int64_t granted = 0;
+  };
+  struct Room {
+    std::size_t node = 0;
+    std::int64_t granted = 0;
+    std::vector<Moved> moved;
+  };
+  virtual std::optional<Room> make_room(int pod, const std::string& uid, double t,
+                                        const LeavesAt& started_at) {
+    (void)pod, (void)uid, (void)t, (void)started_at;
+    return std::nullopt;
+  }
   virtual double earliest_room(int pod, double t, const LeavesAt& leaves_at) const {
     (void)pod, (void)t, (void)leaves_at;
     return std::numeric_limits<double>::quiet_NaN();

@@ -9,6 +9,7 @@
 #include <limits>
 #include <numeric>
 #include <queue>
+#include <tuple>
 #include <unordered_map>
 
 #include "gapless/model/cluster.h"
@@ -73,8 +74,22 @@ PendingSummary summarize_pending(const std::vector<double>& pending) {
 class EnginePath : public DynamicPath {
  public:
   EnginePath(const std::vector<model::Node>& nodes, const Workload& w, const Arrivals& a,
-             const PolicySetup& policy, std::uint64_t seed)
-      : nodes_(nodes), w_(w), placer_(nodes, w, policy, a.node_priority, seed, false) {}
+             const PolicySetup& policy, std::uint64_t seed, const DynamicOptions& options)
+      : nodes_(nodes),
+        w_(w),
+        a_(a),
+        placer_(nodes, w, with_consolidation(policy, options), a.node_priority, seed, false),
+        movable_(draw_movable(a.order.size(), options.movable, seed)) {
+    if (options.movable > 0) {
+      placer_.set_movable([this](const std::string& uid) { return movable_[arrival_of(uid)]; });
+    }
+  }
+
+  std::optional<Room> make_room(int pod, const std::string& uid, double t,
+                                const LeavesAt& started_at) override {
+    return placer_.make_room(pod, uid, t, started_at,
+                             [this](const std::string& u) { return a_.order[arrival_of(u)]; });
+  }
 
   std::size_t node_count() const override { return placer_.node_count(); }
   void arrive(int pod, const std::string& uid) override { placer_.observe(pod, uid); }
@@ -140,9 +155,28 @@ class EnginePath : public DynamicPath {
   }
 
  private:
+  static PolicySetup with_consolidation(PolicySetup p, const DynamicOptions& options) {
+    if (options.movable > 0) p.consolidation.enabled = true;
+    if (options.max_moves > 0) p.consolidation.max_moves = options.max_moves;
+    return p;
+  }
+  // Each arrival movable with probability `fraction`, drawn from the seed alone: the same pods
+  // for every policy of a seed.
+  static std::vector<char> draw_movable(std::size_t arrivals, double fraction, std::uint64_t seed) {
+    std::vector<char> out(arrivals, 0);
+    if (fraction <= 0) return out;
+    Rng rng(seed ^ 0x6d6f7661626c6521ULL);
+    const auto cut = static_cast<std::uint64_t>(fraction * 1000000);
+    for (char& m : out) m = rng.below(1000000) < cut ? 1 : 0;
+    return out;
+  }
+  static std::size_t arrival_of(const std::string& uid) { return std::stoul(uid.substr(4)); }
+
   const std::vector<model::Node>& nodes_;
   const Workload& w_;
+  const Arrivals& a_;
   Placer placer_;
+  std::vector<char> movable_;  // per arrival
 };
 
 }  // namespace
@@ -150,7 +184,7 @@ class EnginePath : public DynamicPath {
 DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload& w,
                           const Arrivals& a, const PolicySetup& policy, std::uint64_t seed,
                           const DynamicOptions& options) {
-  EnginePath path(nodes, w, a, policy, seed);
+  EnginePath path(nodes, w, a, policy, seed, options);
   return replay_dynamic(nodes, w, a, path, options);
 }
 
@@ -176,8 +210,11 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
 
   std::vector<std::size_t> node_of(arrivals, count);
   std::vector<std::int64_t> granted_of(arrivals, 0);
-  // Departures: (time, arrival index), earliest first; equal times leave in arrival order.
-  using Departure = std::pair<double, std::size_t>;
+  // Departures: (time, arrival index, run), earliest first; equal times leave in arrival order.
+  // A pod moved by consolidation starts a new run: its earlier departure is stale.
+  using Departure = std::tuple<double, std::size_t, int>;
+  std::vector<int> run_of(arrivals, 0);
+  std::vector<double> run_start(arrivals, 0);
   std::priority_queue<Departure, std::vector<Departure>, std::greater<>> departures;
   std::vector<std::size_t> waiting;  // arrival indices, FIFO
   std::vector<std::size_t> freed;    // nodes that gained room since the last retry
@@ -221,7 +258,51 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
     granted_of[k] = granted;
     const TracePod& p = w.pods[pod];
     leaves[k] = t + static_cast<double>(p.deletion_time - p.creation_time);
-    departures.push({leaves[k], k});
+    run_start[k] = t;
+    departures.push({leaves[k], k, run_of[k]});
+    return true;
+  };
+  // Consolidation for a multi-GPU pod that fits no node at t: the moved pods restart (their run
+  // so far is GPU-time lost), the pod starts on the room made.
+  const DynamicPath::LeavesAt started_at = [&](const std::string& uid) {
+    return run_start[std::stoul(uid.substr(4))];
+  };
+  std::vector<std::size_t> requeued;  // moved pods that did not start again
+  auto make_room = [&](std::size_t k, double t) {
+    const int pod = a.order[k];
+    if (options.movable <= 0 || w.pods[pod].num_gpu < 2) return false;
+    auto room = path.make_room(pod, "pod-" + std::to_string(k), t, started_at);
+    if (!room) return false;
+    ++out.plans_applied;
+    for (const DynamicPath::Moved& m : room->moved) {
+      const std::size_t j = std::stoul(m.uid.substr(4));
+      ++out.moves;
+      out.gpu_seconds_lost += static_cast<double>(granted_of[j]) / 1000.0 * (t - run_start[j]);
+      used -= granted_of[j];
+      ++run_of[j];
+      granted_of[j] = m.granted;
+      node_of[j] = m.node;
+      if (m.node == count) {
+        ++out.moved_unplaced;
+        requeued.push_back(j);
+        continue;
+      }
+      used += m.granted;
+      const TracePod& p = w.pods[a.order[j]];
+      run_start[j] = t;
+      leaves[j] = t + static_cast<double>(p.deletion_time - p.creation_time);
+      departures.push({leaves[j], j, run_of[j]});
+    }
+    if (room->node == count) return false;
+    used += room->granted;
+    if (t <= horizon) out.alloc_peak = std::max(out.alloc_peak, 100.0 * used / capacity);
+    out.start[k] = t;
+    node_of[k] = room->node;
+    granted_of[k] = room->granted;
+    const TracePod& p = w.pods[pod];
+    run_start[k] = t;
+    leaves[k] = t + static_cast<double>(p.deletion_time - p.creation_time);
+    departures.push({leaves[k], k, run_of[k]});
     return true;
   };
   const DynamicPath::LeavesAt leaves_at = [&](const std::string& uid) {
@@ -248,6 +329,7 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
         }
       }
       if (fits && start_pod(k, t)) continue;
+      if (make_room(k, t)) continue;
       blocked[cls] = pass;  // placements only take room: the rest of the class cannot fit either
       // Still waiting after a departure, as kube-scheduler finds it when a pod deletion
       // requeues it: from the second time it may hold a drain target.
@@ -263,12 +345,13 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
   while (next < arrivals || !departures.empty()) {
     const double arrive =
         next < arrivals ? out.arrival[next] : std::numeric_limits<double>::infinity();
-    if (!departures.empty() && departures.top().first <= arrive) {
-      const double t = departures.top().first;
+    if (!departures.empty() && std::get<0>(departures.top()) <= arrive) {
+      const double t = std::get<0>(departures.top());
       advance(t);
-      while (!departures.empty() && departures.top().first == t) {
-        const std::size_t k = departures.top().second;
+      while (!departures.empty() && std::get<0>(departures.top()) == t) {
+        const auto [at, k, run] = departures.top();
         departures.pop();
+        if (run != run_of[k]) continue;  // moved since: that run ended early
         path.left(a.order[k], "pod-" + std::to_string(k), node_of[k]);
         used -= granted_of[k];
         if (!is_freed[node_of[k]]) {
@@ -277,10 +360,12 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
         }
       }
       retry(t);
+      waiting.insert(waiting.end(), requeued.begin(), requeued.end());
+      requeued.clear();
     } else {
       advance(arrive);
       path.arrive(a.order[next], "pod-" + std::to_string(next));
-      if (!start_pod(next, arrive)) {
+      if (!start_pod(next, arrive) && !make_room(next, arrive)) {
         const int pod = a.order[next];
         if (options.least_waits && w.pods[pod].num_gpu >= 2) {
           bound[next] = path.earliest_room(pod, arrive, leaves_at) - arrive;
@@ -288,6 +373,8 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
         waiting.push_back(next);
         path.waiting(a.order[next], "pod-" + std::to_string(next), arrive);
       }
+      waiting.insert(waiting.end(), requeued.begin(), requeued.end());
+      requeued.clear();
       ++next;
     }
   }
@@ -316,6 +403,11 @@ DynamicRun replay_dynamic(const std::vector<model::Node>& nodes, const Workload&
   const PendingSummary multi = summarize_pending(multi_gpu);
   out.multi_gpu_started = static_cast<int>(multi_gpu.size());
   out.multi_gpu_pending_mean = multi.mean;
+  if (!multi_gpu.empty()) {
+    std::sort(multi_gpu.begin(), multi_gpu.end());
+    out.multi_gpu_pending_p99 = percentile(multi_gpu, 0.99);
+  }
+  out.moves_per_1000 = arrivals == 0 ? 0 : 1000.0 * out.moves / static_cast<double>(arrivals);
   out.multi_gpu_pending_max = multi.max;
   out.multi_gpu_waited_pct = multi.waited_pct;
   out.started = static_cast<int>(pending.size());

@@ -248,14 +248,54 @@ std::string dynamic_json_line(const DynamicCell& cell, const DynamicOptions& opt
   both("alloc_pct", over_runs(cell, &DynamicRun::alloc_mean), 3);
   both("alloc_peak_pct", over_runs(cell, &DynamicRun::alloc_peak), 3);
   both("multi_gpu_pending_mean_s", over_runs(cell, &DynamicRun::multi_gpu_pending_mean), 3);
+  both("multi_gpu_pending_p99_s", over_runs(cell, &DynamicRun::multi_gpu_pending_p99), 3);
   both("multi_gpu_pending_max_s", over_runs(cell, &DynamicRun::multi_gpu_pending_max), 3);
   both("multi_gpu_waited_pct", over_runs(cell, &DynamicRun::multi_gpu_waited_pct), 3);
   both("multi_gpu_longest_bound_s", over_runs(cell, &DynamicRun::multi_gpu_longest_bound), 3);
   both("contended_s", over_runs(cell, &DynamicRun::contended_s), 1);
   both("alloc_contended_pct", over_runs(cell, &DynamicRun::alloc_contended), 3);
+  if (options.movable > 0) {
+    o << ",\"movable\":" << num(options.movable, 3);
+    both("plans_applied", over_runs(cell, &DynamicRun::plans_applied), 1);
+    both("moves", over_runs(cell, &DynamicRun::moves), 1);
+    both("moves_per_1000", over_runs(cell, &DynamicRun::moves_per_1000), 3);
+    both("gpu_seconds_lost", over_runs(cell, &DynamicRun::gpu_seconds_lost), 1);
+    both("moved_unplaced", over_runs(cell, &DynamicRun::moved_unplaced), 1);
+  }
   o << ",\"seconds_per_run\":" << num(over_runs(cell, &DynamicRun::seconds).mean, 3) << "}";
   return o.str();
 }
+
+namespace {
+
+// The consolidation columns (--movable): what the moves bought and cost.
+std::string consolidation_table(const std::vector<DynamicCell>& cells,
+                                const DynamicOptions& options) {
+  std::ostringstream o;
+  o << "\nConsolidation, " << num(100 * options.movable, 0)
+    << " % of pods movable: multi-GPU pods' waits, the moves made and what they cost (GPU-time "
+       "lost: the run time of every moved pod, which restarts from scratch). Unallocated % "
+       "while pods wait = 100 - alloc % while pods wait.\n\n"
+       "| trace | policy | multi-GPU mean (s) | p99 (s) | max (s) | moves / 1,000 pods | "
+       "GPU-hours lost | unallocated % while pods wait |\n"
+       "|---|---|---|---|---|---|---|---|\n";
+  for (const DynamicCell& c : cells) {
+    std::vector<double> hours, unallocated;
+    for (const DynamicRun& r : c.runs) {
+      hours.push_back(r.gpu_seconds_lost / 3600);
+      if (!std::isnan(r.alloc_contended)) unallocated.push_back(100 - r.alloc_contended);
+    }
+    o << "| " << c.trace << " | " << policy_column(c.policy) << " | "
+      << mean_sd(over_runs(c, &DynamicRun::multi_gpu_pending_mean), 1) << " | "
+      << mean_sd(over_runs(c, &DynamicRun::multi_gpu_pending_p99), 1) << " | "
+      << mean_sd(over_runs(c, &DynamicRun::multi_gpu_pending_max), 0) << " | "
+      << mean_sd(over_runs(c, &DynamicRun::moves_per_1000), 2) << " | "
+      << mean_sd(summarize(hours), 2) << " | " << mean_sd(summarize(unallocated), 2) << " |\n";
+  }
+  return o.str();
+}
+
+}  // namespace
 
 std::string dynamic_markdown_table(const std::vector<DynamicCell>& cells,
                                    const DynamicOptions& options) {
@@ -286,6 +326,7 @@ std::string dynamic_markdown_table(const std::vector<DynamicCell>& cells,
       << mean_sd(over_runs(c, &DynamicRun::multi_gpu_pending_mean), 1) << " / "
       << mean_sd(over_runs(c, &DynamicRun::multi_gpu_pending_max), 0) << " |\n";
   }
+  if (options.movable > 0) o << consolidation_table(cells, options);
   return o.str();
 }
 

@@ -364,6 +364,7 @@ Result<model::Allocation> place(const model::Cluster& cluster, const model::GpuR
   a.pod_name = pod.name;
   a.node = node_name;
   a.priority = pod.priority;
+  a.movable = pod.movable;
   a.gpus = std::move(choice->gpus);
   a.mig = std::move(choice->mig);
   return a;

@@ -8,6 +8,7 @@
 
 #include "gapless/model/cluster.h"
 #include "gapless/placement/fit.h"
+#include "victim_sets.h"
 
 namespace gapless::placement {
 namespace {
@@ -59,40 +60,30 @@ SetKey key_of(const std::vector<Candidate>& pool, const std::vector<int>& set,
 // Does the request fit `node` once the pods of `set` are gone?
 bool fits_without(const model::Node& node, const std::vector<Candidate>& pool,
                   const std::vector<int>& set, const model::GpuRequest& req) {
-  model::Node after = node;
-  for (int i : set) model::unapply_allocation(after, *pool[i].a);
-  return quick_fit(after, req).code == FitCode::kFits;
+  std::vector<const model::Allocation*> held;
+  held.reserve(pool.size());
+  for (const Candidate& c : pool) held.push_back(c.a);
+  return detail::fits_without(node, held, set, req);
 }
 
 std::int64_t binomial(std::size_t n, std::size_t k) {
-  std::int64_t r = 1;
-  for (std::size_t i = 1; i <= k; ++i) {
-    r = r * static_cast<std::int64_t>(n - k + i) / static_cast<std::int64_t>(i);
-    if (r > static_cast<std::int64_t>(kMaxVictimSetsTried)) return r;  // enough to know
-  }
-  return r;
+  return detail::subsets_count(n, k, static_cast<std::int64_t>(kMaxVictimSetsTried));
 }
 
 // The best fitting set of exactly k candidates, by SetKey; empty when none fits.
 std::vector<int> best_of_size(const model::Node& node, const std::vector<Candidate>& pool,
                               std::size_t k, const model::GpuRequest& req,
                               const std::vector<DisruptionBudget>& budgets) {
-  std::vector<int> set(k), best;
+  std::vector<int> best;
   SetKey best_key;
-  for (std::size_t i = 0; i < k; ++i) set[i] = static_cast<int>(i);
-  const int n = static_cast<int>(pool.size());
-  while (true) {
+  detail::for_each_subset(pool.size(), k, [&](const std::vector<int>& set) {
     if (fits_without(node, pool, set, req)) {
       const SetKey key = key_of(pool, set, budgets);
       if (best.empty() || key < best_key) best = set, best_key = key;
     }
-    // Next combination in lexicographic order.
-    int i = static_cast<int>(k) - 1;
-    while (i >= 0 && set[i] == n - static_cast<int>(k) + i) --i;
-    if (i < 0) return best;
-    ++set[i];
-    for (std::size_t j = i + 1; j < k; ++j) set[j] = set[j - 1] + 1;
-  }
+    return true;
+  });
+  return best;
 }
 
 // Which candidates violate a budget when all are victims (kube-scheduler's

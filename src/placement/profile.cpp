@@ -48,7 +48,7 @@ Policy builtin_policy() {
   p.gpu_weight = 0;  // as policies/default.yaml's default profile
   p.keep_best = 8;
   p.drain_min_gpus = 2;
-  return Policy{"built-in", {p}, "default", {}};
+  return Policy{"built-in", {p}, "default", {}, {}};
 }
 
 }  // namespace gapless::placement

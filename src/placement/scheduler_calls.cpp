@@ -1,5 +1,5 @@
 // The runner's calls that only take its lock and ask one stage's own API (waiting_stage.h,
-// quota_stage.h, learned_mix_stage.h) or read the live summary.
+// quota_stage.h, learned_mix_stage.h, consolidation_stage.h) or read the live summary.
 #include "gapless/placement/scheduler.h"
 
 namespace gapless::placement {
@@ -32,6 +32,34 @@ std::size_t Scheduler::expire_waiting(double cutoff_s) {
   }
   auto lock = lock_for_write();
   return stages_.waiting->expire(cluster_, cutoff_s);
+}
+
+ConsolidationSearch Scheduler::consolidate(const model::PodInfo& pod, const model::GpuRequest& req,
+                                           const Profile& profile, double now_s,
+                                           const RequestOf& request_of,
+                                           const StartedAt& started_at) const {
+  model::GpuRequest fit = req;
+  if (!options_.check_host) fit.host = {};
+  const auto loaded = policy();
+  ConsolidationQuery q;
+  q.rules = loaded->policy.consolidation;
+  q.now_s = now_s;
+  q.check_host = options_.check_host;
+  q.request_of = request_of;
+  q.started_at = started_at;
+  std::shared_lock lock(mu_);
+  const StageCall c = call(loaded->policy, pod, fit);
+  ConsolidationSearch out;
+  for (const auto& stage : stages_.ordered) {
+    if (stage->consolidate(c, profile, q, &out)) return out;
+  }
+  return out;
+}
+
+void Scheduler::moves_made(const ConsolidationPlan& plan, double now_s) {
+  const auto loaded = policy();
+  auto lock = lock_for_write();
+  stages_.consolidation->moves_made(plan, now_s, loaded->policy.consolidation);
 }
 
 std::optional<DrainReservation> Scheduler::drain() const {

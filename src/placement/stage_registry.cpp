@@ -21,6 +21,7 @@ Stages make_stages(bool check_host, const WorkloadMix* fixed_mix) {
   s.waiting = add(s, std::make_unique<WaitingStage>(check_host));
   add(s, std::make_unique<KeepBestStage>());
   add(s, std::make_unique<PreemptionStage>());
+  s.consolidation = add(s, std::make_unique<ConsolidationStage>());
   s.mix = add(s, std::make_unique<LearnedMixStage>(fixed_mix));
   return s;
 }

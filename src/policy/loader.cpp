@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../common/yaml_load_all.h"
+#include "consolidation_reader.h"
 #include "quota_reader.h"
 #include "yaml_reader.h"
 
@@ -37,7 +38,7 @@ using placement::Profile;
 using placement::Selector;
 using placement::WeightedStrategy;
 
-const Keys kPolicyKeys = {"version", "default", "profiles", "quotas"};
+const Keys kPolicyKeys = {"version", "default", "profiles", "quotas", "consolidation"};
 const Keys kProfileKeys = {"name", "node", "gpu", "topology", "filter", "drain", "select"};
 const Keys kFilterKeys = {"keepBest"};
 const Keys kDrainKeys = {"minGpus"};
@@ -219,6 +220,10 @@ class PolicyReader : public detail::YamlReader {
       return fail(
           f->mark(), f->path,
           "no profile named \"" + out->default_profile + "\" (profiles: " + join(names) + ")");
+    }
+    if ((f = find_field(fields, "consolidation")) &&
+        !detail::read_consolidation(*this, *f, &out->consolidation)) {
+      return false;
     }
     f = find_field(fields, "quotas");
     return f == nullptr || detail::read_quotas(*this, *f, &out->quotas);

@@ -70,13 +70,45 @@ json node_json(const placement::NodeExplanation& e) {
   return out;
 }
 
+json consolidation_json(const placement::ConsolidationRules& rules,
+                        const placement::ConsolidationSearch& s) {
+  json plan = nullptr;
+  if (s.plan) {
+    json moves = json::array();
+    for (const placement::PlannedMove& m : s.plan->moves) {
+      moves.push_back({{"Pod", m.pod_ns + "/" + m.pod_name},
+                       {"Uid", m.pod_uid},
+                       {"From", m.from},
+                       {"To", m.to},
+                       {"GpuMilli", m.gpu_milli},
+                       {"GpuSecondsLost", m.gpu_seconds}});
+    }
+    plan = {{"Node", s.plan->node},
+            {"Moves", std::move(moves)},
+            {"GpuMilli", s.plan->gpu_milli},
+            {"GpuSecondsLost", s.plan->gpu_seconds}};
+  }
+  return {{"DryRun", rules.dry_run},
+          {"Plan", std::move(plan)},
+          {"Why", placement::describe(s, rules)},
+          {"NodesConsidered", s.nodes_considered},
+          {"SetsFitting", s.sets_fitting},
+          {"SetsUnplaceable", s.sets_unplaceable},
+          {"SetsRateLimited", s.sets_rate_limited},
+          {"Exhaustive", s.exhaustive}};
+}
+
 }  // namespace
 
 json explanation_json(const std::string& pod, const std::string& profile,
-                      const std::vector<placement::NodeExplanation>& nodes) {
+                      const std::vector<placement::NodeExplanation>& nodes,
+                      const placement::ConsolidationRules& rules,
+                      const placement::ConsolidationSearch* search) {
   json list = json::array();
   for (const placement::NodeExplanation& e : nodes) list.push_back(node_json(e));
-  return {{"Pod", pod}, {"Profile", profile}, {"Nodes", std::move(list)}, {"Error", ""}};
+  json out = {{"Pod", pod}, {"Profile", profile}, {"Nodes", std::move(list)}, {"Error", ""}};
+  if (rules.enabled && search != nullptr) out["Consolidation"] = consolidation_json(rules, *search);
+  return out;
 }
 
 json explanation_error(const std::string& message) {

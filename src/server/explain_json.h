@@ -10,9 +10,12 @@
 
 namespace gapless::server {
 
-// {"Pod": "ns/name", "Profile": ..., "Nodes": [per node, input order], "Error": ""}.
+// {"Pod": "ns/name", "Profile": ..., "Nodes": [per node, input order], "Error": ""}, and
+// "Consolidation" when the policy turns it on: the plan for a pod no node fits, and why.
 nlohmann::json explanation_json(const std::string& pod, const std::string& profile,
-                                const std::vector<placement::NodeExplanation>& nodes);
+                                const std::vector<placement::NodeExplanation>& nodes,
+                                const placement::ConsolidationRules& rules = {},
+                                const placement::ConsolidationSearch* search = nullptr);
 
 // The answer to a request that could not be explained: every key present, Error set.
 nlohmann::json explanation_error(const std::string& message);

@@ -309,9 +309,16 @@ std::string Extender::explain(std::string_view body) const {
       placement::Scheduler::select_profile(*loaded, args->pod.info, &policy_error);
   if (profile == nullptr) return wire::dump(explanation_error(policy_error));
   // Read-only: no observe, no pending pod, no metrics; the model and the mix stay as they were.
-  return wire::dump(explanation_json(
-      pod_key(args->pod.info), profile->name,
-      scheduler_.explain(args->pod.info, args->pod.request, *profile, args->nodes)));
+  // Consolidation's plan is computed but never applied here (no clock: no GPU-time, and the
+  // rate limits count only moves made).
+  const placement::ConsolidationRules& rules = loaded->policy.consolidation;
+  placement::ConsolidationSearch search;
+  if (rules.enabled)
+    search = scheduler_.consolidate(args->pod.info, args->pod.request, *profile, 0);
+  return wire::dump(
+      explanation_json(pod_key(args->pod.info), profile->name,
+                       scheduler_.explain(args->pod.info, args->pod.request, *profile, args->nodes),
+                       rules, &search));
 }
 
 Result<model::Allocation> Extender::reserve_claimed(const k8s::ParsedPod& pod,

@@ -68,4 +68,14 @@ inline DrainScenario drain_scenario() {
                                      timed("B", 2, 1000, 2, 5), timed("W", 1, 1000, 3, 100)})};
 }
 
+// The start of the pod named `name` in a dynamic run (-1: never placed), or -2 when the trace
+// has no pod of that name.
+inline double start_of(const Workload& w, const Arrivals& a, const DynamicRun& r,
+                       const std::string& name) {
+  for (std::size_t k = 0; k < a.order.size(); ++k) {
+    if (w.pods[a.order[k]].name == name) return r.start[k];
+  }
+  return -2;
+}
+
 }  // namespace gapless::bench::testing

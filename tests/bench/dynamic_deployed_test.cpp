@@ -21,15 +21,6 @@ using namespace gapless::bench::testing;
 
 namespace {
 
-double start_of(const Workload& w, const Arrivals& a, const DynamicRun& r,
-                const std::string& name) {
-  for (std::size_t k = 0; k < a.order.size(); ++k) {
-    if (w.pods[a.order[k]].name == name) return r.start[k];
-  }
-  FAIL("no pod " << name);
-  return -1;
-}
-
 // Passes every call on, counting the extender's filter calls per pod name.
 class CountingFilter : public ExtenderPort {
  public:

@@ -24,16 +24,6 @@ std::vector<model::Node> two_single_gpu_nodes() {
   return {to_node({"a", 64000, 1 << 20, 1, "T4"}), to_node({"b", 64000, 1 << 20, 1, "T4"})};
 }
 
-// The start of the pod named `name`, or -1.
-double start_of(const Workload& w, const Arrivals& a, const DynamicRun& r,
-                const std::string& name) {
-  for (std::size_t k = 0; k < a.order.size(); ++k) {
-    if (w.pods[a.order[k]].name == name) return r.start[k];
-  }
-  FAIL("no pod " << name);
-  return -1;
-}
-
 // The options that also compute the least wait of the longest-waiting multi-GPU pod.
 DynamicOptions least_waits() {
   DynamicOptions opt;

@@ -37,7 +37,7 @@ struct Rig {
     return c;
   }
   static placement::Policy policy(placement::Profile p) {
-    return placement::Policy{"test", {p}, p.name, {}};
+    return placement::Policy{"test", {p}, p.name, {}, {}};
   }
   void fill(const std::string& node, int n) {
     for (int i = 0; i < n; ++i) REQUIRE(reserve(node + "-" + std::to_string(i), 1, node));

@@ -12,13 +12,15 @@ TEST_CASE("the registry lists every stage once, in extension-point order", "[sta
   const gapless::placement::Stages s = gapless::placement::make_stages(true, nullptr);
   std::vector<std::string> names;
   for (const auto& stage : s.ordered) names.emplace_back(stage->name());
-  CHECK(names ==
-        std::vector<std::string>{"quotas", "waiting", "keep_best", "preemption", "learned_mix"});
+  CHECK(names == std::vector<std::string>{"quotas", "waiting", "keep_best", "preemption",
+                                          "consolidation", "learned_mix"});
   CHECK(std::set<std::string>(names.begin(), names.end()).size() == names.size());
   REQUIRE(s.quotas != nullptr);
   REQUIRE(s.waiting != nullptr);
   REQUIRE(s.mix != nullptr);
+  REQUIRE(s.consolidation != nullptr);
   CHECK(s.ordered[0].get() == s.quotas);
   CHECK(s.ordered[1].get() == s.waiting);
-  CHECK(s.ordered[4].get() == s.mix);
+  CHECK(s.ordered[4].get() == s.consolidation);
+  CHECK(s.ordered[5].get() == s.mix);
 }

@@ -85,7 +85,7 @@ TEST_CASE("select_profile: annotation, then selectors in order, then default",
   serve.select.pod_labels = {{"tier", "serving"}};
   Profile fallback = bundle();
   fallback.name = "fallback";
-  const Policy policy{"test", {batch, serve, fallback}, "fallback", {}};
+  const Policy policy{"test", {batch, serve, fallback}, "fallback", {}, {}};
 
   PodInfo pod;
   pod.ns = "ml";
@@ -105,7 +105,7 @@ TEST_CASE("select_profile: annotation, then selectors in order, then default",
   CHECK_THAT(error, Catch::Contains("nope") && Catch::Contains("test"));
   CHECK(select_profile(policy, pod, nullptr) == nullptr);
 
-  const Policy broken{"b", {batch}, "missing", {}};
+  const Policy broken{"b", {batch}, "missing", {}, {}};
   pod.policy.clear();
   error.clear();
   CHECK(select_profile(broken, pod, &error) == nullptr);

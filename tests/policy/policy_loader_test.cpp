@@ -139,7 +139,8 @@ TEST_CASE("invalid policies are rejected with file:line: key path: problem", "[p
            "    gpu:\n      strategies:\n        bundle: 1\n        sprad: 2\n",
        "x.yaml:10: profiles[0].gpu.strategies.sprad: unknown strategy \"sprad\" " + known},
       {"unknown top-level key", "verison: 1\ndefault: a\nprofiles: []\n",
-       "x.yaml:1: verison: unknown key \"verison\" (known: version, default, profiles, quotas)"},
+       "x.yaml:1: verison: unknown key \"verison\" (known: version, default, profiles, quotas, "
+       "consolidation)"},
       {"unknown profile key", head + a_ok + "    selector: {}\n",
        "x.yaml:9: profiles[0].selector: unknown key \"selector\" "
        "(known: name, node, gpu, topology, filter, drain, select)"},
@@ -250,9 +251,11 @@ TEST_CASE("invalid policies are rejected with file:line: key path: problem", "[p
       {"root is a list", "- version: 1\n", "x.yaml:1: (root): expected a map, got a list"},
       {"root is a scalar", "hello\n", "x.yaml:1: (root): expected a map, got \"hello\""},
       {"empty document", "",
-       "x.yaml:1: (root): empty policy; expected keys version, default, profiles, quotas"},
+       "x.yaml:1: (root): empty policy; expected keys version, default, profiles, quotas, "
+       "consolidation"},
       {"only comments", "# nothing here\n",
-       "x.yaml:1: (root): empty policy; expected keys version, default, profiles, quotas"},
+       "x.yaml:1: (root): empty policy; expected keys version, default, profiles, quotas, "
+       "consolidation"},
       {"two documents", head + a_ok + "---\nversion: 1\n",
        "x.yaml:10: (root): more than one YAML document; a policy file holds exactly one"},
   };

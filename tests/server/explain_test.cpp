@@ -1,5 +1,6 @@
 // POST /debug/explain against the demo cluster: per node verdicts, score terms, the pick bind
 // would make, and no change to the model.
+#include "../placement/test_nodes.h"
 #include "test_server.h"
 
 namespace gapless::test {
@@ -117,6 +118,56 @@ TEST_CASE("explain: bad bodies answer 200 with Error, as filter does") {
     CHECK_FALSE(r.at("Error").get<std::string>().empty());
     CHECK(r.at("Nodes").is_null());
   }
+}
+
+}  // namespace gapless::test
+
+namespace gapless::test {
+namespace {
+
+// a: 5 fixed GPUs and a movable 2-GPU pod; c: 6 fixed GPUs. A 3-GPU pod fits neither.
+model::Cluster crowded() {
+  model::Cluster c;
+  c.upsert_node(testnodes::h100_nvswitch("a"));
+  c.upsert_node(testnodes::h100_nvswitch("c"));
+  auto held = [&](const std::string& uid, const std::string& node, std::vector<int> gpus,
+                  model::Movability movable) {
+    model::Allocation a = testnodes::alloc(uid, node);
+    for (int i : gpus) a.gpus.push_back(testnodes::whole_grant(i));
+    a.movable = movable;
+    REQUIRE(c.commit(a));
+  };
+  held("a-fixed", "a", {0, 1, 2, 3, 4}, model::Movability::kNever);
+  held("a1", "a", {5, 6}, model::Movability::kOptedIn);
+  held("c-fixed", "c", {0, 1, 2, 3, 4, 5}, model::Movability::kNever);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("explain: consolidation's plan and why, when the policy turns it on") {
+  placement::Policy on = placement::builtin_policy();
+  on.consolidation.enabled = true;
+  TestServer srv(crowded(), on);
+  const std::string args = extender_args(gpu_pod("big", "uid-big", 3), {"a", "c"});
+  const json r = srv.call("/debug/explain", args);
+  INFO(r.dump(2));
+  REQUIRE(r.at("Error") == "");
+  const json& c = r.at("Consolidation");
+  REQUIRE(c.at("Plan").is_object());
+  CHECK(c.at("Plan").at("Node") == "a");
+  REQUIRE(c.at("Plan").at("Moves").size() == 1);
+  CHECK(c.at("Plan").at("Moves")[0].at("Pod") == "default/pod-a1");
+  CHECK(c.at("Plan").at("Moves")[0].at("To") == "c");
+  CHECK(c.at("DryRun") == false);
+  CHECK(c.at("NodesConsidered") == 1);
+  CHECK_THAT(c.at("Why").get<std::string>(), Catch::Contains("chosen: evict 1 pod(s) from a"));
+  // Explain moves nothing.
+  const json again = srv.call("/debug/explain", args);
+  CHECK(again.at("Consolidation").at("Plan") == c.at("Plan"));
+
+  TestServer off(crowded());
+  CHECK_FALSE(off.call("/debug/explain", args).contains("Consolidation"));
 }
 
 }  // namespace gapless::test

@@ -27,6 +27,12 @@ struct MigGrant {
   bool operator==(const MigGrant&) const = default;
 };
 
+// Whether consolidation (placement/consolidation.h) may evict a pod to make room. The driver
+// decides from the pod itself: kNever for kube-system and DaemonSet pods and for pods no
+// controller recreates; kOptedIn for the others marked gapless.io/movable: "true"; kByPolicy for
+// the rest, movable only under the policy's priority threshold.
+enum class Movability : std::uint8_t { kNever, kByPolicy, kOptedIn };
+
 struct Allocation {
   std::string pod_uid;
   std::string pod_ns;
@@ -38,6 +44,8 @@ struct Allocation {
   // The pod's spec.priority, for preemption. Not part of the allocation record: the k8s side
   // fills it from the pod itself, so records stay as they were.
   std::int32_t priority = 0;
+  // Not part of the record either: from the pod (PodInfo::movable), for consolidation.
+  Movability movable = Movability::kNever;
   bool operator==(const Allocation&) const = default;
 };
 

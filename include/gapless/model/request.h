@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gapless/model/allocation.h"
 #include "gapless/model/host.h"
 
 namespace gapless::model {
@@ -69,6 +70,9 @@ struct PodInfo {
   std::map<std::string, std::string> labels;
   std::string policy;  // gapless.io/policy annotation, empty when absent
   std::string node;    // spec.nodeName, empty while pending
+  // Whether consolidation may move the pod (model/allocation.h's Movability): the driver decides
+  // from the pod's annotation, owner and namespace.
+  Movability movable = Movability::kNever;
 };
 
 }  // namespace gapless::model

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gapless/model/request.h"
+#include "gapless/placement/consolidation_rules.h"
 #include "gapless/placement/quota.h"
 #include "gapless/placement/strategy.h"
 
@@ -60,6 +61,7 @@ struct Policy {
   std::vector<Profile> profiles;  // selection tries them in this order
   std::string default_profile;    // name of the profile used when no selector matches
   std::vector<Quota> quotas;      // namespace limits, checked by filter and reserve
+  ConsolidationRules consolidation;  // moving movable pods for waiting ones (off by default)
 };
 
 // Picks the profile for a pod: the gapless.io/policy annotation names one explicitly; otherwise

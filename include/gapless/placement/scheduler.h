@@ -4,7 +4,8 @@
 // profile (select_profile), the engine's fit between Filter's stages, Score, NormalizeScore
 // (normalize: 0..10, best alone at 10), the pick and commit of Reserve, and keeping the fragment
 // cache, the per-policy verdict cache and the live summary current with the model. Stages: the
-// quotas, the waiting pods' drain target, filter.keepBest, preemption (PostFilter), the learned
+// quotas, the waiting pods' drain target, filter.keepBest, preemption (PostFilter), consolidation
+// (Consolidate: moves of movable pods that make room for a pod no node fits), the learned
 // workload mix. Also explain (every point's answer per node, read-only) and warm (the verdict
 // cache, off the pods' path). Drivers never fill a ScoreContext: a policy naming a strategy is
 // enough for the strategy to get what it needs. docs/architecture.md tells how to add a stage.
@@ -102,6 +103,20 @@ class Scheduler {
       const model::PodInfo& pod, const model::GpuRequest& req,
       const std::vector<VictimQuery>& nodes,
       const std::vector<DisruptionBudget>& budgets = {}) const;
+
+  // Consolidate (consolidation_stage.h): for a pod no node fits, the fewest movable pods to move
+  // so one node fits it, under the current policy's `consolidation` rules (none while they are
+  // off). `now_s`: the driver's clock. `request_of`: the request each evicted pod would be placed
+  // again with, when the driver knows it (else one derived from what it holds); `started_at`:
+  // when a pod started, on the same clock (else no GPU-time is counted for it).
+  using RequestOf = std::function<std::optional<model::GpuRequest>(const model::Allocation&)>;
+  using StartedAt = std::function<double(const model::Allocation&)>;
+  ConsolidationSearch consolidate(const model::PodInfo& pod, const model::GpuRequest& req,
+                                  const Profile& profile, double now_s,
+                                  const RequestOf& request_of = {},
+                                  const StartedAt& started_at = {}) const;
+  // The driver evicted `plan`'s pods at now_s: the rate limits count them from now on.
+  void moves_made(const ConsolidationPlan& plan, double now_s);
 
   // --- waiting pods and the drain target (waiting_stage.h) ----------------------------------
   // A pod whose Filter passed no node waits; returns whether it is recorded. `now_s`: the

@@ -11,6 +11,7 @@
 //   PreReserve     write   narrow the request the pick uses on the node, or refuse the node
 //   Reserve        write   refuse what the pick chose, before it is committed
 //   PostFilter     read    choose victims per node (preemption); the first stage that answers
+//   Consolidate    read    plan moves that make one node fit a waiting pod; the first that answers
 //   Start          write   build state from the model the runner starts with
 //   ModelChanged   write   follow the model's changes (reserve, release, informers)
 //   PodForgotten   write   a pod was deleted
@@ -29,6 +30,7 @@
 #include "gapless/model/allocation.h"
 #include "gapless/model/cluster.h"
 #include "gapless/model/request.h"
+#include "gapless/placement/consolidation.h"
 #include "gapless/placement/engine.h"
 #include "gapless/placement/preemption.h"
 #include "gapless/placement/profile.h"
@@ -100,6 +102,14 @@ class Stage {
   virtual bool post_filter(const StageCall&, const std::vector<VictimQuery>&,
                            const std::vector<DisruptionBudget>&,
                            std::vector<std::optional<VictimChoice>>* /*out*/) const {
+    return false;
+  }
+
+  // Consolidate: for a pod no node fits, the moves of movable pods that make one node fit it,
+  // under `query` (the policy's rules, the driver's clock). Returns false when the stage does
+  // not plan moves.
+  virtual bool consolidate(const StageCall&, const Profile&, const ConsolidationQuery&,
+                           ConsolidationSearch* /*out*/) const {
     return false;
   }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "gapless/placement/consolidation_stage.h"
 #include "gapless/placement/keep_best_stage.h"
 #include "gapless/placement/learned_mix_stage.h"
 #include "gapless/placement/preemption_stage.h"
@@ -22,6 +23,7 @@ struct Stages {
   QuotaStage* quotas = nullptr;
   WaitingStage* waiting = nullptr;
   LearnedMixStage* mix = nullptr;
+  ConsolidationStage* consolidation = nullptr;
 };
 
 // `check_host`, `fixed_mix`: SchedulerOptions'.
