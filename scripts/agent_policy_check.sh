@@ -8,8 +8,8 @@
 # later version works too); etcd (Debian's etcd-server), kubectl, openssl, curl and python3 come
 # from PATH. On 127.0.0.1 ports the kernel picks, in a temporary directory, the script starts etcd
 # and kube-apiserver with --authorization-mode=Node,RBAC and ValidatingAdmissionPolicy on (on
-# 1.26-1.29 its feature gate and runtime-config), no kubelet; applies manifests/ as shipped (less
-# its cert-manager objects: none runs here), and manifests/node-policy/ (converted to the API version the server serves, as docs/security.md
+# 1.26-1.29 its feature gate and runtime-config), no kubelet; applies manifests/ as shipped, and
+# manifests/node-policy/ (converted to the API version the server serves, as docs/security.md
 # tells 1.26-1.29 users to); creates node-a and node-b, an agent pod and a tenant pod bound to
 # each; asks a token for the agent's ServiceAccount bound to the agent pod on node-a (what the
 # kubelet mounts into it); and tries, with that token, what a compromised agent would. One line
@@ -57,7 +57,7 @@ fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
 # ---- Gapless as shipped ------------------------------------------------------------------------
 if apply_manifests "$repo/manifests"; then
-  pass "manifests/ (no admission policy in it; less its cert-manager objects, as no cert-manager runs here) applies on v$version"
+  pass "manifests/ (no admission policy in it) applies on v$version"
 else
   fail "applying manifests/ on v$version: $(tail -3 apply.log)"
 fi

@@ -8,8 +8,7 @@
 # they are built); GAPLESS_EXTENDER defaults to build/gapless-extender; etcd (Debian's
 # etcd-server), kubectl, openssl, curl and python3 come from PATH. On 127.0.0.1 ports the kernel
 # picks, in a temporary directory: etcd and kube-apiserver with --authorization-mode=Node,RBAC
-# and NodeRestriction (scripts/local_control_plane.sh); manifests/ as shipped, less its
-# cert-manager objects (no cert-manager here);
+# and NodeRestriction (scripts/local_control_plane.sh); manifests/ as shipped;
 # a token for the extender's ServiceAccount gapless-system/gapless-scheduler (TokenRequest, what
 # the kubelet would mount), with which gapless-extender runs in Kubernetes mode (verbs on
 # --listen, probes and /metrics on --probe-listen, as in manifests/deployment.yaml); kube-scheduler

@@ -19,15 +19,10 @@ kc() {  # kubeconfig FILE TOKEN
 }
 admin() { kubectl --kubeconfig "$dir/admin.kubeconfig" "$@"; }
 
-# kubectl apply -k DIR, less its cert-manager objects (the webhook's Issuers and Certificates:
-# no cert-manager runs here, and its kinds are unknown); the webhook configurations stay, with
-# failurePolicy Ignore. Output in apply.log.
+# kubectl apply -k DIR, as users install it (manifests/ holds no cert-manager objects: the
+# admission webhook is the opt-in Component manifests/webhook/). Output in apply.log.
 apply_manifests() {
-  kubectl kustomize "$1" | python3 -c '
-import sys
-docs = sys.stdin.read().split("\n---\n")
-print("\n---\n".join(d for d in docs if "\napiVersion: cert-manager.io/" not in "\n" + d))' |
-    admin apply -f - > apply.log 2>&1
+  admin apply -k "$1" > apply.log 2>&1
 }
 
 free_ports() {  # N: N free TCP ports on 127.0.0.1, one line
