@@ -22,7 +22,9 @@
 # percentageOfNodesToScore: 100; "gapless", manifests/scheduler-config.yaml pointing at
 # gapless-extender. Each file in CONFIGS is a further run with Gapless (a variant of the shipped
 # configuration; its extender urlPrefix is pointed at the test's extender), labelled by its name.
-# kube-scheduler's own metrics are scraped after each run (its extension point durations).
+# kube-scheduler's own metrics are scraped after each run (its extension point durations), and
+# the API server's apiserver_request_total before and after it: requests per pod bound, by verb
+# and resource (the pod creator's create/list/delete of pods included; watches count once).
 set -euo pipefail
 bin=${1:?kube binaries dir}; ext=${2:?gapless-extender}; nodes=${3:-1000}; pods=${4:-200}
 bursts=${5:-4}
@@ -76,6 +78,16 @@ runs=(${RUNS:-full gapless})
 for c in ${CONFIGS:-}; do
   label=$(basename "$c" .yaml); with_gapless "$c" > "$label.yaml"; runs+=("$label")
 done
+api_requests() {  # "verb resource[/subresource] count" per line, summed over codes and groups
+  curl -sk -H "Authorization: Bearer e2etoken" https://127.0.0.1:6443/metrics |
+    awk '/^apiserver_request_total\{/ {
+      v = r = s = ""
+      if (match($0, /verb="[A-Z]+"/)) v = substr($0, RSTART + 6, RLENGTH - 7)
+      if (match($0, /[{,]resource="[a-z.]*"/)) r = substr($0, RSTART + 11, RLENGTH - 12)
+      if (match($0, /subresource="[a-z]*"/)) s = substr($0, RSTART + 13, RLENGTH - 14)
+      if (s != "") r = r "/" s
+      n[v " " r] += $NF } END { for (k in n) print k, n[k] }'
+}
 extender_started=
 run() {  # label: config file $label.yaml
   if [ -z "$extender_started" ] && grep -q '^extenders:' "$1.yaml"; then
@@ -89,7 +101,13 @@ run() {  # label: config file $label.yaml
     --cert-dir="$dir/scheduler-certs" --authorization-always-allow-paths=/healthz,/metrics \
     > "$1.log" 2>&1 & local s=$!
   sleep 5
+  api_requests > "$1.api-before"
   $py bursts "$pods" "$bursts" "$1"
+  api_requests > "$1.api-after"
+  # API requests per pod bound during the bursts (those above 0.05 per pod).
+  awk -v l="$1" -v pods=$((pods * bursts)) 'NR == FNR { b[$1 " " $2] = $3; next }
+    { d = ($3 - b[$1 " " $2]) / pods; if (d >= 0.05) s = s sprintf(" %s %s=%.2f", $1, $2, d) }
+    END { print l ": API requests per pod bound:" s }' "$1.api-before" "$1.api-after"
   # Where kube-scheduler's time went: seconds summed per extension point over the run.
   curl -sk https://127.0.0.1:10259/metrics 2>/dev/null |
     awk -v l="$1" '/^scheduler_framework_extension_point_duration_seconds_sum/ {

@@ -162,9 +162,9 @@ struct ApiClient::Impl {
     std::lock_guard lock(idle_mu);
     if (idle.size() < kMaxIdle) idle.push_back(std::move(conn));
   }
-  // As many as calls run at once in the extender: its 16 bind threads (--bind-threads) and a few
+  // As many as calls run at once in the extender: its 64 bind threads (--bind-threads) and a few
   // lists. With 4, twelve of sixteen concurrent binds paid a TLS handshake per call.
-  static constexpr std::size_t kMaxIdle = 32;
+  static constexpr std::size_t kMaxIdle = 72;
 
   httplib::Request request(const std::string& method, const std::string& path,
                            const std::string& bearer) const {
