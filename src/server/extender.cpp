@@ -152,11 +152,17 @@ std::string Extender::policy_source() const {
 }
 
 void Extender::set_readiness(std::function<bool()> ready) {
+  const std::lock_guard lock(ready_mutex_);
   ready_ = std::move(ready);
 }
 
 bool Extender::ready() const {
-  return !ready_ || ready_();
+  std::function<bool()> ready;
+  {
+    const std::lock_guard lock(ready_mutex_);
+    ready = ready_;
+  }
+  return !ready || ready();
 }
 
 void Extender::mutate(const std::function<void(model::Cluster&)>& f) {

@@ -191,7 +191,9 @@ class Extender {
   placement::Scheduler scheduler_;
   k8s::NodeClaims* claims_ = nullptr;
   std::function<std::vector<model::DisruptionBudget>()> budgets_;  // read-only while serving
-  std::function<bool()> ready_;  // set before serving; read-only afterwards
+  // Set once the API source starts, which may be after the score warmer's thread first asks.
+  mutable std::mutex ready_mutex_;
+  std::function<bool()> ready_;
   Binder& binder_;
   Metrics& metrics_;
   PendingPods pending_;
