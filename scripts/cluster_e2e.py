@@ -133,6 +133,27 @@ def lease_holder(pods):
     return next((n for n in names if h.startswith(n + "_")), None)
 
 
+def container_identity(ns, pod, container):
+    """uid and whether / is writable, as the running container sees them (the image has sh)."""
+    out = kubectl("exec", "-n", ns, pod, "-c", container, "--", "sh", "-c",
+                  "id -u; if touch /.rw-probe 2>/dev/null; then rm -f /.rw-probe; echo rw; "
+                  "else echo ro; fi", check=False)
+    lines = out.split()
+    return (lines[0], lines[1]) if len(lines) == 2 else (None, out.strip() or "exec failed")
+
+
+def check_runs_as_declared(sched_pods_ready):
+    """The Gapless containers run with the uid and read-only root the manifests declare."""
+    want = {"gapless-extender": ("65532", "ro"), "gapless-agent": ("0", "ro")}
+    agents = [(NODE_NS, p["metadata"]["name"], "gapless-agent")
+              for p in get("pods", "-n", NODE_NS)["items"]]
+    scheds = [(SYS, p["metadata"]["name"], "gapless-extender") for p in sched_pods_ready or []]
+    for ns, pod, c in scheds + agents:
+        uid, root = container_identity(ns, pod, c)
+        result((uid, root) == want[c], f"{c} runs as declared ({pod})",
+               f"uid {uid}, root filesystem {'read-only' if root == 'ro' else root}")
+
+
 # ---- the agent DaemonSet and its device plugin ---------------------------------------------------
 def check_agents(n):
     def ds_ready():
@@ -528,6 +549,7 @@ def main():
     logdir = os.path.join(a.dir, "podlogs")
     pods = check_scheduler(a.applied_at)
     check_agents(a.nodes)
+    check_runs_as_declared(pods)
     if pods:  # without a scheduler no GPU pod can be placed: the checks that need one are skipped
         check_gpu_pods(a.nodes)
         check_failover(pods, logdir)
