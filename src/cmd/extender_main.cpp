@@ -221,6 +221,11 @@ int main(int argc, char** argv) {
                  "(gapless_pairing_expired_total)")
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
+  k8s::BindEvents bind_events;
+  app.add_flag("--bound-events", bind_events.on_success,
+               "post a Normal GaplessBound Event on each pod bound, naming its GPUs (at most 5 a "
+               "second, bursts of 20; off: kube-scheduler's Scheduled Event and the pod's "
+               "gapless.io/allocation annotation say the same, without another API request)");
   app.add_flag("--version", version, "print the version and exit");
   int wait_ready_seconds = -1;
   app.add_option(
@@ -285,7 +290,8 @@ int main(int argc, char** argv) {
       requeue.lease_name = scheduler_lease.substr(slash + 1);
     }
     requeue.window = std::chrono::milliseconds(static_cast<long long>(requeue_window * 1000));
-    kube = std::make_unique<KubeSource>(std::move(*config), claims, scheduler_name, requeue);
+    kube = std::make_unique<KubeSource>(std::move(*config), claims, scheduler_name, requeue,
+                                        bind_events);
   } else {
     auto loaded = cluster_file.empty()
                       ? k8s::parse_cluster_file(gapless_demo_cluster(), "built-in demo cluster")
