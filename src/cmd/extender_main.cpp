@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
   int write_timeout = 30;
   std::size_t workers = server::default_workers();
   std::size_t max_queue = 64;
-  // A bind waits on three API requests (pod, claim, Binding): with 16 threads binds capped
+  // A bind waits on API requests (its claim, the Binding; before, a read of the pod too, which
+  // the pod informer's copy now spares, KubeBinder::admit): with 16 threads binds capped
   // throughput near 100 pods/s on a 1,000-node test cluster, below kube-scheduler alone
   // (docs/policies.md, "Sampling"); 64 also lets more claims on one node share one write.
   std::size_t bind_threads = 64;
