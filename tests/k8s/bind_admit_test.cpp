@@ -110,10 +110,16 @@ TEST_CASE("admit: the pod informer's copy of the pod, when it has the bind's UID
   k8s::UnboundPodStore pods;
   binder.set_unbound_pods(&pods);
   const std::string pod_path = "/api/v1/namespaces/ml/pods/pending";
-  auto refusals = [&] {
-    std::size_t n = 0;
-    for (const json& e : server.events()) n += e.value("reason", "") == "FailedBinding";
-    return n;
+  // Binding the pod to n1, which lacks its nodeSelector's label: refused, with one Event.
+  auto refused_to_n1 = [&] {
+    auto r = binder.admit(to("pending", "uid-p", "n1"), filtered(pending));
+    REQUIRE_FALSE(r);
+    CHECK(r.error() ==
+          "gapless: pod ml/pending has nodeSelector pool=train, which node n1 does not match (it "
+          "has no label pool)");
+    std::size_t events = 0;
+    for (const json& e : server.events()) events += e.value("reason", "") == "FailedBinding";
+    CHECK(events == 1);
   };
 
   SECTION("known: admitted and refused from the informer's copy, with no read of the pod") {
@@ -122,12 +128,7 @@ TEST_CASE("admit: the pod informer's copy of the pod, when it has the bind's UID
     auto ok = binder.admit(to("pending", "uid-p", "n2"), filtered(pending));
     REQUIRE(ok);
     CHECK(ok->info.uid == "uid-p");
-    auto r = binder.admit(to("pending", "uid-p", "n1"), filtered(pending));
-    REQUIRE_FALSE(r);
-    CHECK(r.error() ==
-          "gapless: pod ml/pending has nodeSelector pool=train, which node n1 does not match (it "
-          "has no label pool)");
-    CHECK(refusals() == 1);
+    refused_to_n1();
     CHECK(server.count_requests("GET", pod_path) == 0);
     CHECK(server.count_requests("GET", "/api/v1/nodes") == 0);
   }
@@ -144,12 +145,7 @@ TEST_CASE("admit: the pod informer's copy of the pod, when it has the bind's UID
   SECTION("unknown to the informer (created a moment ago): read, and refused by its nodeSelector") {
     pods.replace({});
     server.clear_log();
-    auto r = binder.admit(to("pending", "uid-p", "n1"), filtered(pending));
-    REQUIRE_FALSE(r);
-    CHECK(r.error() ==
-          "gapless: pod ml/pending has nodeSelector pool=train, which node n1 does not match (it "
-          "has no label pool)");
-    CHECK(refusals() == 1);
+    refused_to_n1();
     CHECK(server.count_requests("GET", pod_path) == 1);
   }
   SECTION("the informer's copy under another UID: read, and judged by the API server's pod") {
