@@ -31,7 +31,8 @@
 
 namespace gapless::k8s {
 
-// Events beyond bind failures (always posted). Off by default.
+// Events beyond bind failures (always posted). Off by default (gapless-extender --bound-events):
+// kube-scheduler posts its own Scheduled Event for every bind, and the record names the GPUs.
 struct BindEvents {
   bool on_success = false;  // a Normal "GaplessBound" Event naming the GPUs, MIG slices, shares
   double per_second = 5;    // at most this many success Events per second on average,
