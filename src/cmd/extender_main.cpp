@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
   int write_timeout = 30;
   std::size_t workers = server::default_workers();
   std::size_t max_queue = 64;
-  // A bind waits on three API requests (pod, claim, Binding): with 16 threads binds capped
+  // A bind waits on API requests (its claim, the Binding; before, a read of the pod too, which
+  // the pod informer's copy now spares, KubeBinder::admit): with 16 threads binds capped
   // throughput near 100 pods/s on a 1,000-node test cluster, below kube-scheduler alone
   // (docs/policies.md, "Sampling"); 64 also lets more claims on one node share one write.
   std::size_t bind_threads = 64;
@@ -221,6 +222,11 @@ int main(int argc, char** argv) {
                  "(gapless_pairing_expired_total)")
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
+  k8s::BindEvents bind_events;
+  app.add_flag("--bound-events", bind_events.on_success,
+               "post a Normal GaplessBound Event on each pod bound, naming its GPUs (at most 5 a "
+               "second, bursts of 20; off: kube-scheduler's Scheduled Event and the pod's "
+               "gapless.io/allocation annotation say the same, without another API request)");
   app.add_flag("--version", version, "print the version and exit");
   int wait_ready_seconds = -1;
   app.add_option(
@@ -285,7 +291,8 @@ int main(int argc, char** argv) {
       requeue.lease_name = scheduler_lease.substr(slash + 1);
     }
     requeue.window = std::chrono::milliseconds(static_cast<long long>(requeue_window * 1000));
-    kube = std::make_unique<KubeSource>(std::move(*config), claims, scheduler_name, requeue);
+    kube = std::make_unique<KubeSource>(std::move(*config), claims, scheduler_name, requeue,
+                                        bind_events);
   } else {
     auto loaded = cluster_file.empty()
                       ? k8s::parse_cluster_file(gapless_demo_cluster(), "built-in demo cluster")

@@ -9,13 +9,6 @@ using namespace gapless;
 
 namespace {
 
-// Bound pods get a Normal Event naming their GPUs (rate-limited), besides the failure Events.
-k8s::BindEvents bind_events() {
-  k8s::BindEvents e;
-  e.on_success = true;
-  return e;
-}
-
 // Namespaces' labels go to the Scheduler as plain data.
 k8s::NamespaceHooks namespace_hooks(placement::Scheduler& s) {
   k8s::NamespaceHooks h;
@@ -32,9 +25,10 @@ k8s::NamespaceHooks namespace_hooks(placement::Scheduler& s) {
 }  // namespace
 
 KubeSource::KubeSource(k8s::ClientConfig config, k8s::ClaimOptions claims,
-                       std::string scheduler_name, k8s::RequeueOptions requeue)
+                       std::string scheduler_name, k8s::RequeueOptions requeue,
+                       k8s::BindEvents events)
     : api_(std::move(config)),
-      binder_(api_, "gapless-extender", bind_events()),
+      binder_(api_, "gapless-extender", events),
       claims_(api_, std::move(claims)),
       scheduler_name_(std::move(scheduler_name)),
       requeue_(api_, std::move(requeue), [](const std::string& m) { server::log_info(m); }) {}
@@ -86,7 +80,9 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
   binder_.set_node_facts(&node_facts_);
   node_handlers.on_error = on_error;
   // The pods kube-scheduler parked on an error of this extender are annotated once it is ready.
-  k8s::InformerHandlers pod_handlers = requeue_.feed(sync_->pod_handlers());
+  // The bind check takes the pods the informer holds unbound from it, without a read.
+  k8s::InformerHandlers pod_handlers = unbound_pods_.feed(requeue_.feed(sync_->pod_handlers()));
+  binder_.set_unbound_pods(&unbound_pods_);
   pod_handlers.on_error = on_error;
   // The pairing gate follows the same pods (docs/node-pairing.md), after the model has them.
   pod_handlers.on_list = [&extender,

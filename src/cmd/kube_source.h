@@ -18,6 +18,7 @@
 #include "gapless/k8s/node_claims.h"
 #include "gapless/k8s/node_facts.h"
 #include "gapless/k8s/pod_requeue.h"
+#include "gapless/k8s/unbound_pods.h"
 #include "gapless/server/extender.h"
 #include "gapless/server/metrics.h"
 
@@ -27,9 +28,11 @@ class KubeSource {
   // `scheduler_name`: kube-scheduler's profile for Gapless; its pods that kube-scheduler finds
   // no node for wait (docs/policies.md "Waiting pods"). `requeue`: which of its pods this
   // replica annotates once ready, after kube-scheduler parked them on an extender error
-  // (docs/high-availability.md); a zero window turns that off.
+  // (docs/high-availability.md); a zero window turns that off. `events`: which Events binds post
+  // beside the failure Events (--bound-events).
   KubeSource(gapless::k8s::ClientConfig config, gapless::k8s::ClaimOptions claims,
-             std::string scheduler_name, gapless::k8s::RequeueOptions requeue);
+             std::string scheduler_name, gapless::k8s::RequeueOptions requeue,
+             gapless::k8s::BindEvents events);
   ~KubeSource();  // stops and joins the informers
 
   gapless::k8s::Binder& binder() { return binder_; }
@@ -46,7 +49,8 @@ class KubeSource {
 
  private:
   gapless::k8s::ApiClient api_;
-  gapless::k8s::NodeFactsStore node_facts_;  // before binder_, which reads it
+  gapless::k8s::NodeFactsStore node_facts_;     // before binder_, which reads it
+  gapless::k8s::UnboundPodStore unbound_pods_;  // the same
   gapless::k8s::KubeBinder binder_;
   gapless::k8s::KubeNodeClaims claims_;
   std::string scheduler_name_;

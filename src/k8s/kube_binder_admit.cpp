@@ -1,5 +1,6 @@
-// KubeBinder::admit: the pod that is bound is the API server's pod, checked against its node
-// (kube_binder.h; docs/extender-flags-and-routes.md "What bind checks").
+// KubeBinder::admit: the pod that is bound is the API server's pod (the pod informer's copy, else
+// a read), checked against its node (kube_binder.h; docs/extender-flags-and-routes.md "What bind
+// checks").
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <utility>
@@ -42,7 +43,8 @@ Result<NodeFacts> KubeBinder::node_facts(const std::string& node) {
 
 // Why the API server's `pod` may not be bound as `req` asks; nullopt when it may.
 std::optional<std::string> KubeBinder::refusal(const BindRequest& req, const ParsedPod& pod,
-                                               const json& object, const ParsedPod& filtered) {
+                                               const PodPlacement& placement,
+                                               const ParsedPod& filtered) {
   if (pod.info.uid != req.uid) {
     return "has UID " + pod.info.uid + " in the API server, not " + req.uid +
            " as the bind says (deleted and created again?)";
@@ -59,13 +61,30 @@ std::optional<std::string> KubeBinder::refusal(const BindRequest& req, const Par
   if (pod.info.node == req.node) return std::nullopt;
   auto node = node_facts(req.node);
   if (!node) return "cannot be checked against node " + req.node + ": " + node.error();
-  return node_misfit(read_pod_placement(object), *node);
+  return node_misfit(placement, *node);
+}
+
+Error KubeBinder::refuse(const BindRequest& req, const std::string& uid, const std::string& why) {
+  if (take_token()) {
+    post_event(BindRequest{req.ns, req.name, uid, req.node, {}}, "Warning", "FailedBinding",
+               "Gapless refused to bind the pod to node " + req.node + ": the pod " + why);
+  }
+  return Error{"gapless: pod " + req.ns + "/" + req.name + " " + why};
 }
 
 Result<ParsedPod> KubeBinder::admit(const BindRequest& req, const ParsedPod& filtered) {
+  // The pod informer's copy of this very pod (same UID), unbound: no read (unbound_pods.h says
+  // why the fields checked are as good as the API server's). A pod it does not hold yet (created
+  // a moment ago), or under another UID, is read.
+  if (unbound_pods_ != nullptr) {
+    std::optional<UnboundPod> known = unbound_pods_->find(req.ns, req.name);
+    if (known && known->pod.info.uid == req.uid) {
+      std::optional<std::string> why = refusal(req, known->pod, known->placement, filtered);
+      if (!why) return std::move(known->pod);
+      return refuse(req, req.uid, *why);
+    }
+  }
   const std::string who = "pod " + req.ns + "/" + req.name;
-  // One read per bind, of the pod only (its node comes from the node informer): the informers
-  // keep no pod specs, and a read is never behind a pod created or bound a moment ago.
   auto read = read_object(
       api_, "/api/v1/namespaces/" + url_encode(req.ns) + "/pods/" + url_encode(req.name), who);
   if (!read) return Error{"gapless: " + read.error() + "; kube-scheduler will retry the pod"};
@@ -76,16 +95,11 @@ Result<ParsedPod> KubeBinder::admit(const BindRequest& req, const ParsedPod& fil
   if (!pod) {
     why = "cannot be read from the API server's copy: " + pod.error();
   } else {
-    why = refusal(req, *pod, object, filtered);
+    why = refusal(req, *pod, read_pod_placement(object), filtered);
   }
   if (!why) return pod;
   const json* meta = field(object, "metadata");
-  const std::string uid = pod ? pod->info.uid : meta ? string_field(*meta, "uid") : "";
-  if (take_token()) {
-    post_event(BindRequest{req.ns, req.name, uid, req.node, {}}, "Warning", "FailedBinding",
-               "Gapless refused to bind the pod to node " + req.node + ": the pod " + *why);
-  }
-  return Error{"gapless: " + who + " " + *why};
+  return refuse(req, pod ? pod->info.uid : meta ? string_field(*meta, "uid") : "", *why);
 }
 
 }  // namespace gapless::k8s

@@ -7,6 +7,7 @@
 #include "fake_api_server.h"
 #include "gapless/k8s/api_client.h"
 #include "gapless/k8s/kube_binder.h"
+#include "gapless/k8s/unbound_pods.h"
 #include "k8s_objects.h"
 
 using namespace gapless;
@@ -88,6 +89,106 @@ TEST_CASE("admit: the API server's pod, read when no informer is given", "[k8s][
     CHECK(binder.admit(to("pending", "uid-p", "n1"), filtered(pending)));
     CHECK(server.count_requests("GET", "/api/v1/nodes") == 0);
     CHECK(server.count_requests("GET", "/api/v1/namespaces/ml/pods/pending") == 1);
+  }
+}
+
+TEST_CASE("admit: the pod informer's copy of the pod, when it has the bind's UID, without a read",
+          "[k8s][bind_trust]") {
+  test::FakeApiServer server;
+  server.add_node(k8s::testing::topology_node("n1", 4));
+  json labelled = k8s::testing::topology_node("n2", 4);
+  labelled["metadata"]["labels"] = {{"pool", "train"}};
+  server.add_node(labelled);
+  json pending = k8s::testing::pod_object("pending", "uid-p", "");
+  pending["spec"]["nodeSelector"] = {{"pool", "train"}};
+  server.add_pod(pending);
+  k8s::ApiClient api(server.client_config());
+  k8s::KubeBinder binder(api);
+  k8s::NodeFactsStore nodes;
+  nodes.replace({k8s::testing::topology_node("n1", 4), labelled});
+  binder.set_node_facts(&nodes);
+  k8s::UnboundPodStore pods;
+  binder.set_unbound_pods(&pods);
+  const std::string pod_path = "/api/v1/namespaces/ml/pods/pending";
+  // Binding the pod to n1, which lacks its nodeSelector's label: refused, with one Event.
+  auto refused_to_n1 = [&] {
+    auto r = binder.admit(to("pending", "uid-p", "n1"), filtered(pending));
+    REQUIRE_FALSE(r);
+    CHECK(r.error() ==
+          "gapless: pod ml/pending has nodeSelector pool=train, which node n1 does not match (it "
+          "has no label pool)");
+    std::size_t events = 0;
+    for (const json& e : server.events()) events += e.value("reason", "") == "FailedBinding";
+    CHECK(events == 1);
+  };
+
+  SECTION("known: admitted and refused from the informer's copy, with no read of the pod") {
+    pods.replace({pending});
+    server.clear_log();
+    auto ok = binder.admit(to("pending", "uid-p", "n2"), filtered(pending));
+    REQUIRE(ok);
+    CHECK(ok->info.uid == "uid-p");
+    refused_to_n1();
+    CHECK(server.count_requests("GET", pod_path) == 0);
+    CHECK(server.count_requests("GET", "/api/v1/nodes") == 0);
+  }
+  SECTION("known: other GPU requests than the filter body's are refused without a read") {
+    pods.replace({pending});
+    json bigger = pending;
+    bigger["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "2";
+    server.clear_log();
+    auto r = binder.admit(to("pending", "uid-p", "n2"), filtered(bigger));
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error(), Catch::Contains("other GPU resources than the /filter body said"));
+    CHECK(server.count_requests("GET", pod_path) == 0);
+  }
+  SECTION("unknown to the informer (created a moment ago): read, and refused by its nodeSelector") {
+    pods.replace({});
+    server.clear_log();
+    refused_to_n1();
+    CHECK(server.count_requests("GET", pod_path) == 1);
+  }
+  SECTION("the informer's copy under another UID: read, and judged by the API server's pod") {
+    json older = pending;
+    older["metadata"]["uid"] = "uid-old";
+    older["spec"].erase("nodeSelector");  // the pod of that name before, which fit n1
+    pods.replace({older});
+    server.clear_log();
+    auto r = binder.admit(to("pending", "uid-p", "n1"), filtered(pending));
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error(), Catch::Contains("has nodeSelector pool=train"));
+    CHECK(server.count_requests("GET", pod_path) == 1);
+  }
+  SECTION("a copy the informer has not updated yet: the API server refuses its Binding") {
+    // The pod was deleted and created again (uid-p), or bound elsewhere, after the informer's
+    // copy (uid-old, unbound): a bind that names the copy's UID passes admit, and the Binding
+    // carries that UID as a precondition and needs an unbound pod, so nothing is bound.
+    json older = pending;
+    older["metadata"]["uid"] = "uid-old";
+    pods.replace({older});
+    REQUIRE(binder.admit(to("pending", "uid-old", "n2"), filtered(older)));
+    Status s = binder.bind(to("pending", "uid-old", "n2"));
+    REQUIRE_FALSE(s.ok());
+    CHECK_THAT(s.error(), Catch::Contains("UID in precondition: uid-old"));
+    REQUIRE(server.bind_pod("ml", "pending", "n1", {}, "uid-p") == 201);  // another binder
+    pods.replace({pending});  // the informer has not seen that bind
+    REQUIRE(binder.admit(to("pending", "uid-p", "n2"), filtered(pending)));
+    s = binder.bind(to("pending", "uid-p", "n2"));
+    REQUIRE_FALSE(s.ok());
+    CHECK_THAT(s.error(), Catch::Contains("already assigned to node"));
+    CHECK(server.pod("ml", "pending")->at("spec").at("nodeName") == "n1");
+  }
+  SECTION("bound since, as the informer saw: dropped from it, so read and refused") {
+    pods.replace({pending});
+    const json elsewhere = k8s::testing::pod_object("elsewhere", "uid-e", "n2");
+    pods.apply("ADDED", k8s::testing::pod_object("elsewhere", "uid-e", ""));
+    pods.apply("MODIFIED", elsewhere);
+    server.add_pod(elsewhere);
+    server.clear_log();
+    auto r = binder.admit(to("elsewhere", "uid-e", "n1"), filtered(elsewhere));
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == "gapless: pod ml/elsewhere is already bound to node n2");
+    CHECK(server.count_requests("GET", "/api/v1/namespaces/ml/pods/elsewhere") == 1);
   }
 }
 #endif

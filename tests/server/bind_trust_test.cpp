@@ -123,6 +123,7 @@ TEST_CASE("a crafted /filter + /bind cannot place a pod where kube-scheduler wou
             "body that disagrees with the API server's pod is never used for bind");
   }
   SECTION("refusals leave the model and the API server as they were") {
+    server.clear_log();
     for (const auto& [name, uid, node] :
          {std::tuple{"selective", "uid-sel", "n1"}, std::tuple{"intolerant", "uid-int", "n2"}}) {
       CHECK(filter_then_bind(live, stripped(name, uid), node) != "");
@@ -131,6 +132,8 @@ TEST_CASE("a crafted /filter + /bind cannot place a pod where kube-scheduler wou
     CHECK(server.bindings().empty());
     CHECK_THAT(live.extender().metrics_text(),
                Catch::Contains("gapless_binds_total{outcome=\"refused\"} 2"));
+    // Both pods were judged from the pod informer's copies (same UIDs), without a read.
+    CHECK(server.count_requests("GET", "/api/v1/namespaces/ml/pods/") == 0);
   }
   SECTION("the pods' own constraints, met, still bind") {
     CHECK(filter_then_bind(live, legit, "n1") == "");

@@ -6,8 +6,6 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "child_process.h"
@@ -34,13 +32,6 @@ std::string requeue_mark(const gapless::test::FakeApiServer& api, const std::str
   const auto pod = api.pod("ml", name);
   if (!pod) return "";
   return (*pod)["metadata"].value("annotations", json::object()).value("gapless.io/requeue", "");
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 }  // namespace
@@ -73,7 +64,7 @@ TEST_CASE("gapless-extender annotates its parked pods when its kube-scheduler le
     CHECK(gapless::test::eventually([&] { return !requeue_mark(api, "errored").empty(); }));
   kill(pid, SIGTERM);
   waitpid(pid, nullptr, 0);
-  INFO(read_all(dir.file("stderr")));
+  INFO(dir.read("stderr"));
   CHECK(asked);
   CHECK(requeue_mark(api, "errored").empty() == !leads);
   CHECK(requeue_mark(api, "unschedulable").empty());

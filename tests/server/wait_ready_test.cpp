@@ -1,10 +1,7 @@
 // gapless-extender --wait-ready: the Deployment's postStart hook that holds kube-scheduler (the
 // pod's next container, which takes the leader lease) until this pod's extender is ready.
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -14,24 +11,9 @@
 #include "child_process.h"
 #include "run_command.h"
 #include "test_paths.h"
+#include "unused_port.h"
 
-namespace {
-
-// A port nothing listens on right now (bound, read, released).
-int unused_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-}  // namespace
+using gapless::test::unused_port;
 
 TEST_CASE("gapless-extender --wait-ready: exits 0 once /readyz answers, 1 when it never does",
           "[server][wait-ready]") {

@@ -1,6 +1,7 @@
 // One running gapless-extender wired to a (fake) Kubernetes API server as gapless-extender runs
 // it: node and pod informers feed the model through ClusterSync, binds go through KubeBinder
-// (which checks each against the API server's pod and the node informer's labels and taints).
+// (which checks each against the API server's pod, as the pod informer holds it or read, and the
+// node informer's labels and taints).
 // Header-only, for the test binaries that link gapless_server (server, agent end to end).
 #pragma once
 
@@ -18,6 +19,7 @@
 #include "gapless/k8s/kube_binder.h"
 #include "gapless/k8s/node_claims.h"
 #include "gapless/k8s/node_facts.h"
+#include "gapless/k8s/unbound_pods.h"
 #include "gapless/server/extender.h"
 
 namespace gapless::test {
@@ -51,7 +53,8 @@ class KubeExtender {
     nodes_ = std::make_unique<k8s::Informer>(client_, o, node_facts_.feed(sync_.node_handlers()));
     o.path = "/api/v1/pods";
     o.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
-    k8s::InformerHandlers pod_handlers = sync_.pod_handlers();
+    binder_.set_unbound_pods(&unbound_pods_);  // as gapless-extender checks binds
+    k8s::InformerHandlers pod_handlers = unbound_pods_.feed(sync_.pod_handlers());
     pod_handlers.on_list =
         [this, model = pod_handlers.on_list](const std::vector<nlohmann::json>& items) {
           model(items);
@@ -112,6 +115,7 @@ class KubeExtender {
   test::FakeApiServer& server_;
   k8s::ApiClient client_;
   k8s::NodeFactsStore node_facts_;
+  k8s::UnboundPodStore unbound_pods_;
   k8s::KubeBinder binder_;
   k8s::KubeNodeClaims claims_;
   server::Metrics metrics_;

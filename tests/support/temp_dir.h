@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -35,6 +36,11 @@ class TempDir {
     out << content;
     if (!out) throw std::runtime_error("cannot write " + p);
     return p;
+  }
+  // The contents of `name`; empty when it cannot be read.
+  std::string read(const std::string& name) const {
+    std::ifstream in(file(name), std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
 
  private:

@@ -4,13 +4,16 @@
 // record (a retry after a lost reply). On failure an Event explains it on the pod; on success,
 // when asked, a Normal Event names the GPUs the pod got (rate-limited).
 //
-// Before the bind, admit reads the pod from the API server and refuses (with a Warning
-// FailedBinding Event, rate-limited with the success Events) when its UID is not the bind's,
-// it is bound to another node, its GPU requests are not those /filter was sent, or its
-// nodeSelector, required node affinity or untolerated NoSchedule/NoExecute taints rule the node
-// out (node_fit.h): whoever can reach the extender cannot make it bind a pod where kube-scheduler
-// would not. The node's labels and taints come from the node informer (set_node_facts), else
-// from a read of the node.
+// Before the bind, admit takes the API server's pod and refuses (with a Warning FailedBinding
+// Event, rate-limited with the success Events) when its UID is not the bind's, it is bound to
+// another node, its GPU requests are not those /filter was sent, or its nodeSelector, required
+// node affinity or untolerated NoSchedule/NoExecute taints rule the node out (node_fit.h):
+// whoever can reach the extender cannot make it bind a pod where kube-scheduler would not. The
+// pod comes from the pod informer's unbound pods (set_unbound_pods) when it holds the pod under
+// the bind's UID, else from a read of the pod; the node's labels and taints from the node
+// informer (set_node_facts), else from a read of the node. A pod the informer still shows unbound
+// that another bind has bound meanwhile is refused by the API server: a Binding of a bound pod
+// answers 409.
 //
 // Thread-safety: bind and warn_fenced may be called concurrently.
 #pragma once
@@ -24,10 +27,12 @@
 #include "gapless/k8s/api_client.h"
 #include "gapless/k8s/binder.h"
 #include "gapless/k8s/node_facts.h"
+#include "gapless/k8s/unbound_pods.h"
 
 namespace gapless::k8s {
 
-// Events beyond bind failures (always posted). Off by default.
+// Events beyond bind failures (always posted). Off by default (gapless-extender --bound-events):
+// kube-scheduler posts its own Scheduled Event for every bind, and the record names the GPUs.
 struct BindEvents {
   bool on_success = false;  // a Normal "GaplessBound" Event naming the GPUs, MIG slices, shares
   double per_second = 5;    // at most this many success Events per second on average,
@@ -44,6 +49,9 @@ class KubeBinder final : public Binder {
   // Where admit finds nodes' labels and taints (the node informer's); null (the default): a
   // read of the node per bind. Set before binding; must outlive this binder.
   void set_node_facts(const NodeFactsStore* store) { node_facts_ = store; }
+  // Where admit finds pods (the pod informer's unbound ones); null (the default): a read of the
+  // pod per bind. Set before binding; must outlive this binder.
+  void set_unbound_pods(const UnboundPodStore* store) { unbound_pods_ = store; }
   // A Warning "NodeFenced" Event on pod `ns`/`name`, whose allocation record fenced `node`.
   // Rate-limited with the success Events. Best effort.
   void warn_fenced(const std::string& ns, const std::string& name, const std::string& node,
@@ -56,9 +64,12 @@ class KubeBinder final : public Binder {
   // admit's parts (kube_binder_admit.cpp).
   Result<NodeFacts> node_facts(const std::string& node);
   std::optional<std::string> refusal(const BindRequest& req, const ParsedPod& pod,
-                                     const nlohmann::json& object, const ParsedPod& filtered);
+                                     const PodPlacement& placement, const ParsedPod& filtered);
+  // The refused bind's Error, after its Warning Event on the pod (whose UID is `uid`).
+  Error refuse(const BindRequest& req, const std::string& uid, const std::string& why);
   ApiTransport& api_;
   const NodeFactsStore* node_facts_ = nullptr;
+  const UnboundPodStore* unbound_pods_ = nullptr;
   const std::string component_;
   const BindEvents events_;
   std::mutex mu_;
