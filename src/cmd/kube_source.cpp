@@ -29,15 +29,34 @@ k8s::NamespaceHooks namespace_hooks(placement::Scheduler& s) {
   return h;
 }
 
+// Evictions are only for the leader's kube-scheduler: a lease that cannot be read counts as
+// someone else's.
+k8s::LeaseOptions eviction_lease(const k8s::RequeueOptions& r) {
+  k8s::LeaseOptions l;
+  l.lease_namespace = r.lease_namespace;
+  l.lease_name = r.lease_name;
+  l.replica_name = r.replica_name;
+  l.recheck = r.leader_recheck;
+  l.if_unreadable = false;
+  return l;
+}
+
+void log_line(const std::string& m) {
+  server::log_info(m);
+}
+
 }  // namespace
 
 KubeSource::KubeSource(k8s::ClientConfig config, k8s::ClaimOptions claims,
-                       std::string scheduler_name, k8s::RequeueOptions requeue)
+                       std::string scheduler_name, k8s::RequeueOptions requeue,
+                       server::ConsolidatorOptions consolidation)
     : api_(std::move(config)),
       binder_(api_, "gapless-extender", bind_events()),
       claims_(api_, std::move(claims)),
       scheduler_name_(std::move(scheduler_name)),
-      requeue_(api_, std::move(requeue), [](const std::string& m) { server::log_info(m); }) {}
+      requeue_(api_, requeue, log_line),
+      consolidation_options_(std::move(consolidation)),
+      consolidation_lease_(api_, eviction_lease(requeue), "consolidation", log_line) {}
 
 KubeSource::~KubeSource() {
   stop();
@@ -76,6 +95,21 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
     budgets_.forget_pod(uid);
   };
   extender.set_disruption_budgets([this] { return budgets_.resolve(); });
+  // Waiting pods also go to the consolidation driver (docs/consolidation.md).
+  consolidator_ = std::make_unique<server::Consolidator>(
+      extender.scheduler(), api_,
+      [this](server::Consolidator::Clock::time_point now) {
+        return consolidation_lease_.leads(now);
+      },
+      [this] { return budgets_.resolve(); }, consolidation_options_, log_line);
+  hooks.unschedulable = [this, wait = hooks.unschedulable](const k8s::ParsedPod& pod) {
+    if (wait) wait(pod);
+    consolidator_->waiting(pod);
+  };
+  hooks.stop_waiting = [this, stop = hooks.stop_waiting](const std::string& uid) {
+    if (stop) stop(uid);
+    consolidator_->stopped(uid);
+  };
   sync_ = std::make_unique<k8s::ClusterSync>(std::move(hooks), scheduler_name_);
   extender.set_readiness([this] { return synced(); });
   extender.set_claims(&claims_);
@@ -133,6 +167,12 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
+  consolidation_thread_ = std::thread([this] {
+    while (!stopping_) {
+      consolidator_->step(synced(), server::Consolidator::Clock::now());
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  });
 }
 
 void KubeSource::stop() {
@@ -146,4 +186,5 @@ void KubeSource::stop() {
   if (namespaces_thread_.joinable()) namespaces_thread_.join();
   if (pdbs_thread_.joinable()) pdbs_thread_.join();
   if (requeue_thread_.joinable()) requeue_thread_.join();
+  if (consolidation_thread_.joinable()) consolidation_thread_.join();
 }

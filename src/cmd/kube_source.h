@@ -18,6 +18,8 @@
 #include "gapless/k8s/node_claims.h"
 #include "gapless/k8s/node_facts.h"
 #include "gapless/k8s/pod_requeue.h"
+#include "gapless/k8s/scheduler_lease.h"
+#include "gapless/server/consolidator.h"
 #include "gapless/server/extender.h"
 #include "gapless/server/metrics.h"
 
@@ -27,9 +29,12 @@ class KubeSource {
   // `scheduler_name`: kube-scheduler's profile for Gapless; its pods that kube-scheduler finds
   // no node for wait (docs/policies.md "Waiting pods"). `requeue`: which of its pods this
   // replica annotates once ready, after kube-scheduler parked them on an extender error
-  // (docs/high-availability.md); a zero window turns that off.
+  // (docs/high-availability.md); a zero window turns that off. `consolidation`: the driver's
+  // limits; it evicts only while the policy enables consolidation and the lease in `requeue`
+  // names this replica's kube-scheduler (docs/consolidation.md).
   KubeSource(gapless::k8s::ClientConfig config, gapless::k8s::ClaimOptions claims,
-             std::string scheduler_name, gapless::k8s::RequeueOptions requeue);
+             std::string scheduler_name, gapless::k8s::RequeueOptions requeue,
+             gapless::server::ConsolidatorOptions consolidation = {});
   ~KubeSource();  // stops and joins the informers
 
   gapless::k8s::Binder& binder() { return binder_; }
@@ -62,5 +67,9 @@ class KubeSource {
   std::thread pdbs_thread_;
   gapless::k8s::PodRequeue requeue_;
   std::thread requeue_thread_;
+  gapless::server::ConsolidatorOptions consolidation_options_;
+  gapless::k8s::SchedulerLease consolidation_lease_;  // an unreadable lease: not the leader
+  std::unique_ptr<gapless::server::Consolidator> consolidator_;
+  std::thread consolidation_thread_;
   std::atomic<bool> stopping_{false};
 };

@@ -214,13 +214,13 @@ Consolidator::Outcome Consolidator::consolidate_for(Waiter& w,
       return Outcome::kWaitForTokens;
     }
     bool failed = false;
-    const std::string refused = dry_run(plan, &failed);
+    const placement::PlannedMove* refused = dry_run(plan, &failed);
     if (failed) return Outcome::kNothing;
-    if (!refused.empty()) {
-      blocked_[refused] = now + options_.blocked_for;
+    if (refused != nullptr) {
+      blocked_[refused->pod_uid] = now + options_.blocked_for;
       tell_waiting(w, "Warning", "ConsolidationBlocked",
-                   "a PodDisruptionBudget refuses evicting pod " + refused +
-                       "; looking for another plan");
+                   "a PodDisruptionBudget refuses evicting pod " +
+                       key(refused->pod_ns, refused->pod_name) + "; looking for another plan");
       continue;
     }
     const std::vector<placement::PlannedMove> done = evict(plan, w, now);
@@ -247,13 +247,14 @@ Consolidator::Outcome Consolidator::consolidate_for(Waiter& w,
   return Outcome::kNothing;
 }
 
-std::string Consolidator::dry_run(const placement::ConsolidationPlan& plan, bool* failed) {
+const placement::PlannedMove* Consolidator::dry_run(const placement::ConsolidationPlan& plan,
+                                                   bool* failed) {
   for (const auto& m : plan.moves) {
     tokens_ -= 1;
     const k8s::EvictionResult r = k8s::evict_pod(api_, m.pod_ns, m.pod_name, m.pod_uid, true);
     if (r.outcome == k8s::EvictionOutcome::kBlocked) {
       ++blocked_count_;
-      return m.pod_uid;
+      return &m;
     }
     if (r.outcome != k8s::EvictionOutcome::kEvicted) {
       if (log_) {
@@ -261,10 +262,10 @@ std::string Consolidator::dry_run(const placement::ConsolidationPlan& plan, bool
              " failed: " + r.why);
       }
       *failed = true;
-      return "";
+      return nullptr;
     }
   }
-  return "";
+  return nullptr;
 }
 
 std::vector<placement::PlannedMove> Consolidator::evict(const placement::ConsolidationPlan& plan,

@@ -98,9 +98,9 @@ class Consolidator {
   // Plans for `w` and carries the plan out; *made: evictions made.
   Outcome consolidate_for(Waiter& w, const placement::ConsolidationRules& rules,
                           Clock::time_point now, std::size_t* made);
-  // Dry-runs every eviction of the plan: the UID a budget refused, or "" (and *failed set when
-  // the API server could not say).
-  std::string dry_run(const placement::ConsolidationPlan& plan, bool* failed);
+  // Dry-runs every eviction of the plan: the move a budget refused, or null (and *failed set
+  // when the API server could not say).
+  const placement::PlannedMove* dry_run(const placement::ConsolidationPlan& plan, bool* failed);
   // Evicts the plan's pods in order, stopping at the first refusal: the moves made.
   std::vector<placement::PlannedMove> evict(const placement::ConsolidationPlan& plan,
                                             const Waiter& w, Clock::time_point now);
