@@ -190,12 +190,17 @@ Consolidator::Outcome Consolidator::consolidate_for(Waiter& w,
     const placement::ConsolidationSearch search = scheduler_.consolidate(
         w.pod.info, w.pod.request, *profile, seconds(now), {}, {},
         [&](const model::Allocation& a) { return skip.count(a.pod_uid) == 0; });
-    if (search.fits_now || !search.plan) {
-      // A pod that fits now is kube-scheduler's to place: nothing is evicted for it.
-      if (!search.fits_now && attempt > 0) {
-        tell_waiting(w, "Warning", "ConsolidationBlocked",
-                     "no other plan: waiting; " + placement::describe(search, rules));
+    // A pod that fits now is kube-scheduler's to place: nothing is evicted for it.
+    if (search.fits_now) return Outcome::kNothing;
+    if (!search.plan) {
+      std::string message = std::string(attempt > 0 ? "no other plan" : "no plan") +
+                            ": waiting; " + placement::describe(search, rules);
+      if (!skip.empty()) {
+        message += "; " + std::to_string(skip.size()) +
+                   " pod(s) left out because a PodDisruptionBudget refused or allows no eviction";
       }
+      tell_waiting(w, attempt > 0 ? "Warning" : "Normal",
+                   attempt > 0 ? "ConsolidationBlocked" : "ConsolidationNoPlan", message);
       return Outcome::kNothing;
     }
     const placement::ConsolidationPlan& plan = *search.plan;

@@ -25,7 +25,7 @@
 // Events: on each evicted pod (Normal ConsolidationEviction, naming the pod it makes room for);
 // on the waiting pod (Normal ConsolidationPlan: what was evicted and why that plan; Warning
 // ConsolidationBlocked: which eviction a budget refused and what happens next; Normal
-// ConsolidationDryRun). An Event repeating the pod's previous one is not posted again.
+// ConsolidationNoPlan: why there is no plan; Normal ConsolidationDryRun). An Event repeating the pod's previous one is not posted again.
 // After a pod was planned for (carried out or not), it is not planned for again within `backoff`.
 //
 // Thread-safety: waiting/stopped may be called from informer threads while one thread calls
