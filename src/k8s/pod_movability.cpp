@@ -48,7 +48,7 @@ model::Movability pod_movability(const json& pod) {
   const json* mark = annotations != nullptr ? field(*annotations, kMovableAnnotation) : nullptr;
   if (mark == nullptr) return model::Movability::kByPolicy;
   return mark->is_string() && mark->get<std::string>() == "true" ? model::Movability::kOptedIn
-                                                                  : model::Movability::kNever;
+                                                                 : model::Movability::kNever;
 }
 
 }  // namespace gapless::k8s

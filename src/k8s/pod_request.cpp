@@ -10,8 +10,8 @@
 
 #include "gapless/k8s/device_asks.h"
 #include "gapless/k8s/json_fields.h"
-#include "gapless/k8s/pod_movability.h"
 #include "gapless/k8s/mig_resource.h"
+#include "gapless/k8s/pod_movability.h"
 #include "gapless/k8s/quantity.h"
 #include "gapless/model/gpu.h"
 #include "gapless/model/mig.h"

@@ -36,8 +36,7 @@ std::size_t Scheduler::expire_waiting(double cutoff_s) {
 
 ConsolidationSearch Scheduler::consolidate(const model::PodInfo& pod, const model::GpuRequest& req,
                                            const Profile& profile, double now_s,
-                                           const RequestOf& request_of,
-                                           const StartedAt& started_at,
+                                           const RequestOf& request_of, const StartedAt& started_at,
                                            const MayMove& may_move) const {
   model::GpuRequest fit = req;
   if (!options_.check_host) fit.host = {};

@@ -117,6 +117,17 @@ bool Consolidator::still_terminating(Waiter& w) const {
   return !w.evicted.empty();
 }
 
+std::size_t Consolidator::holding_gpus(const std::set<std::string>& uids) const {
+  std::size_t n = 0;
+  scheduler_.read([&](const model::Cluster& c) {
+    for (const std::string& uid : uids) {
+      const model::Allocation* a = c.allocation(uid);
+      if (a != nullptr && (!a->gpus.empty() || !a->mig.empty())) ++n;
+    }
+  });
+  return n;
+}
+
 void Consolidator::tell_waiting(Waiter& w, const std::string& type, const std::string& reason,
                                 const std::string& message) {
   if (log_) log_("consolidation: pod " + key(w.pod.info.ns, w.pod.info.name) + ": " + message);
@@ -145,8 +156,7 @@ std::size_t Consolidator::step(bool ready, Clock::time_point now) {
       if (w.next_try <= now) due.emplace_back(w.seq, w);
     }
   }
-  std::sort(due.begin(), due.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   bool asked_lease = false;
   std::size_t made = 0;
   for (auto& [seq, w] : due) {
@@ -193,10 +203,10 @@ Consolidator::Outcome Consolidator::consolidate_for(Waiter& w,
     // A pod that fits now is kube-scheduler's to place: nothing is evicted for it.
     if (search.fits_now) return Outcome::kNothing;
     if (!search.plan) {
-      std::string message = std::string(attempt > 0 ? "no other plan" : "no plan") +
-                            ": waiting; " + placement::describe(search, rules);
-      if (!skip.empty()) {
-        message += "; " + std::to_string(skip.size()) +
+      std::string message = std::string(attempt > 0 ? "no other plan" : "no plan") + ": waiting; " +
+                            placement::describe(search, rules);
+      if (const std::size_t held = holding_gpus(skip); held > 0) {
+        message += "; " + std::to_string(held) +
                    " pod(s) left out because a PodDisruptionBudget refused or allows no eviction";
       }
       tell_waiting(w, attempt > 0 ? "Warning" : "Normal",
@@ -253,7 +263,7 @@ Consolidator::Outcome Consolidator::consolidate_for(Waiter& w,
 }
 
 const placement::PlannedMove* Consolidator::dry_run(const placement::ConsolidationPlan& plan,
-                                                   bool* failed) {
+                                                    bool* failed) {
   for (const auto& m : plan.moves) {
     tokens_ -= 1;
     const k8s::EvictionResult r = k8s::evict_pod(api_, m.pod_ns, m.pod_name, m.pod_uid, true);
@@ -285,16 +295,16 @@ std::vector<placement::PlannedMove> Consolidator::evict(const placement::Consoli
       moves_.push_back(now);
       ++evicted_;
       (void)k8s::post_pod_event(
-          api_, k8s::PodEvent{.ns = m.pod_ns,
-                              .name = m.pod_name,
-                              .uid = m.pod_uid,
-                              .type = "Normal",
-                              .reason = "ConsolidationEviction",
-                              .message = "evicted by Gapless to make room on node " + plan.node +
-                                         " for pod " + for_whom + ", which fits no node; " +
-                                         "its controller recreates it (planned on node " +
-                                         m.to + ")",
-                              .component = options_.component});
+          api_,
+          k8s::PodEvent{.ns = m.pod_ns,
+                        .name = m.pod_name,
+                        .uid = m.pod_uid,
+                        .type = "Normal",
+                        .reason = "ConsolidationEviction",
+                        .message = "evicted by Gapless to make room on node " + plan.node +
+                                   " for pod " + for_whom + ", which fits no node; " +
+                                   "its controller recreates it (planned on node " + m.to + ")",
+                        .component = options_.component});
       continue;
     }
     if (r.outcome == k8s::EvictionOutcome::kBlocked) {

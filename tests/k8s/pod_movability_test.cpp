@@ -16,7 +16,8 @@ using nlohmann::json;
 
 json pod(const std::string& api, const std::string& kind, bool controller = true,
          const std::string& ns = "ml") {
-  json p = {{"metadata", {{"name", "p"}, {"namespace", ns}, {"uid", "u"}}}, {"spec", json::object()}};
+  json p = {{"metadata", {{"name", "p"}, {"namespace", ns}, {"uid", "u"}}},
+            {"spec", json::object()}};
   if (!kind.empty()) {
     p["metadata"]["ownerReferences"] = json::array(
         {{{"apiVersion", api}, {"kind", kind}, {"name", "owner"}, {"controller", controller}}});

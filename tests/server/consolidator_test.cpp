@@ -40,8 +40,10 @@ json holder(const std::string& name, const std::string& node, std::initializer_l
   pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] =
       std::to_string(gpus.size());
   if (!bare) {
-    pod["metadata"]["ownerReferences"] = json::array(
-        {{{"apiVersion", "apps/v1"}, {"kind", "ReplicaSet"}, {"name", "rs"}, {"controller", true}}});
+    pod["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "apps/v1"},
+                                                       {"kind", "ReplicaSet"},
+                                                       {"name", "rs"},
+                                                       {"controller", true}}});
   }
   return pod;
 }
@@ -145,7 +147,8 @@ TEST_CASE("consolidation: the plan is carried out through the Eviction API, once
 
   // a terminates slowly: later steps evict nothing more for w.
   c.refresh("a");
-  for (int s = 1; s <= 3; ++s) CHECK(c.consolidator.step(true, c.t0 + std::chrono::minutes(s)) == 0);
+  for (int s = 1; s <= 3; ++s)
+    CHECK(c.consolidator.step(true, c.t0 + std::chrono::minutes(s)) == 0);
   CHECK(c.api.evictions().size() == 1);
   // a is gone: w fits n1 now, so nothing is evicted for it (kube-scheduler places it).
   c.remove("a");

@@ -25,7 +25,8 @@ void FakeApiServer::handle_eviction(const httplib::Request& req, httplib::Respon
   const json body = json::parse(req.body, nullptr, false);
   if (!body.is_object() || body.value("kind", "") != "Eviction" ||
       body.value("apiVersion", "") != "policy/v1" || string_at(body, "metadata", "name") != name) {
-    return send_json(res, 400, failure_status(400, "the request body is not an Eviction of " + name));
+    return send_json(res, 400,
+                     failure_status(400, "the request body is not an Eviction of " + name));
   }
   const bool dry_run = req.get_param_value("dryRun") == "All";
   std::string want_uid;
@@ -35,9 +36,9 @@ void FakeApiServer::handle_eviction(const httplib::Request& req, httplib::Respon
   std::lock_guard lock(mu_);
   auto it = pods_.find(ns + "/" + name);
   if (it == pods_.end()) {
-    return send_json(res, 404,
-                     failure_status(404, "pods \"" + name + "\" not found",
-                                    {{"name", name}, {"kind", "pods"}}));
+    return send_json(
+        res, 404,
+        failure_status(404, "pods \"" + name + "\" not found", {{"name", name}, {"kind", "pods"}}));
   }
   if (!want_uid.empty() && string_at(it->second->obj, "metadata", "uid") != want_uid) {
     return send_json(res, 409,

@@ -25,8 +25,9 @@
 // Events: on each evicted pod (Normal ConsolidationEviction, naming the pod it makes room for);
 // on the waiting pod (Normal ConsolidationPlan: what was evicted and why that plan; Warning
 // ConsolidationBlocked: which eviction a budget refused and what happens next; Normal
-// ConsolidationNoPlan: why there is no plan; Normal ConsolidationDryRun). An Event repeating the pod's previous one is not posted again.
-// After a pod was planned for (carried out or not), it is not planned for again within `backoff`.
+// ConsolidationNoPlan: why there is no plan; Normal ConsolidationDryRun). An Event repeating the
+// pod's previous one is not posted again. After a pod was planned for (carried out or not), it is
+// not planned for again within `backoff`.
 //
 // Thread-safety: waiting/stopped may be called from informer threads while one thread calls
 // step().
@@ -82,16 +83,16 @@ class Consolidator {
   std::size_t step(bool ready, Clock::time_point now);
 
   std::size_t evicted_total() const;
-  std::size_t blocked_total() const;  // evictions (dry runs included) a budget refused
+  std::size_t blocked_total() const;         // evictions (dry runs included) a budget refused
   std::vector<std::string> tracked() const;  // "ns/name" of the pods waiting now, sorted
 
  private:
   struct Waiter {
     k8s::ParsedPod pod;
-    std::uint64_t seq = 0;             // first seen: the oldest is planned for first
-    Clock::time_point next_try{};      // backoff
-    std::set<std::string> evicted;     // UIDs evicted for it, until they leave the model
-    std::string last_event;            // the reason and message last posted on it
+    std::uint64_t seq = 0;          // first seen: the oldest is planned for first
+    Clock::time_point next_try{};   // backoff
+    std::set<std::string> evicted;  // UIDs evicted for it, until they leave the model
+    std::string last_event;         // the reason and message last posted on it
   };
   enum class Outcome { kNothing, kEvicted, kWaitForTokens };
 
@@ -109,6 +110,8 @@ class Consolidator {
   // UIDs not to move now: refused by a budget within blocked_for, or covered by a budget
   // that allows no disruption.
   std::set<std::string> excluded(Clock::time_point now);
+  // How many of `uids` hold GPUs in the model.
+  std::size_t holding_gpus(const std::set<std::string>& uids) const;
   void tell_waiting(Waiter& w, const std::string& type, const std::string& reason,
                     const std::string& message);
   void refill(Clock::time_point now);
@@ -121,7 +124,7 @@ class Consolidator {
   const ConsolidatorOptions options_;
   const Log log_;
 
-  mutable std::mutex mu_;  // waiting_ and next_seq_ (the informers add and remove)
+  mutable std::mutex mu_;                  // waiting_ and next_seq_ (the informers add and remove)
   std::map<std::string, Waiter> waiting_;  // by UID
   std::uint64_t next_seq_ = 0;
 
