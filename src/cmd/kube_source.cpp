@@ -29,18 +29,6 @@ k8s::NamespaceHooks namespace_hooks(placement::Scheduler& s) {
   return h;
 }
 
-// Evictions are only for the leader's kube-scheduler: a lease that cannot be read counts as
-// someone else's.
-k8s::LeaseOptions eviction_lease(const k8s::RequeueOptions& r) {
-  k8s::LeaseOptions l;
-  l.lease_namespace = r.lease_namespace;
-  l.lease_name = r.lease_name;
-  l.replica_name = r.replica_name;
-  l.recheck = r.leader_recheck;
-  l.if_unreadable = false;
-  return l;
-}
-
 void log_line(const std::string& m) {
   server::log_info(m);
 }
@@ -56,7 +44,8 @@ KubeSource::KubeSource(k8s::ClientConfig config, k8s::ClaimOptions claims,
       scheduler_name_(std::move(scheduler_name)),
       requeue_(api_, requeue, log_line),
       consolidation_options_(std::move(consolidation)),
-      consolidation_lease_(api_, eviction_lease(requeue), "consolidation", log_line) {}
+      // Evictions only for the leader's kube-scheduler: an unreadable lease is someone else's.
+      consolidation_lease_(api_, k8s::lease_options(requeue, false), "consolidation", log_line) {}
 
 KubeSource::~KubeSource() {
   stop();

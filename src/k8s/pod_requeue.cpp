@@ -51,25 +51,21 @@ bool parked_by_error(const json& pod, const std::string& scheduler_name) {
   return scheduled_condition_is_error(pod);
 }
 
-namespace {
-
-LeaseOptions lease_options(const RequeueOptions& o) {
+LeaseOptions lease_options(const RequeueOptions& o, bool if_unreadable) {
   LeaseOptions l;
   l.lease_namespace = o.lease_namespace;
   l.lease_name = o.lease_name;
   l.replica_name = o.replica_name;
   l.recheck = o.leader_recheck;
-  l.if_unreadable = true;
+  l.if_unreadable = if_unreadable;
   return l;
 }
-
-}  // namespace
 
 PodRequeue::PodRequeue(ApiTransport& api, RequeueOptions options, Log log)
     : api_(api),
       options_(std::move(options)),
       log_(std::move(log)),
-      lease_(api_, lease_options(options_), "requeue", log_) {}
+      lease_(api_, lease_options(options_, true), "requeue", log_) {}
 
 InformerHandlers PodRequeue::feed(InformerHandlers inner) {
   InformerHandlers h = std::move(inner);

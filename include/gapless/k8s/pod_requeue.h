@@ -56,6 +56,10 @@ struct RequeueOptions {
 // one of `scheduler_name`'s, still waiting for a node.
 bool parked_by_error(const nlohmann::json& pod, const std::string& scheduler_name);
 
+// The lease check of `o` (its lease, replica and recheck); `if_unreadable`: the answer when the
+// lease cannot be read (yes for the requeue, no for evictions).
+LeaseOptions lease_options(const RequeueOptions& o, bool if_unreadable);
+
 class PodRequeue {
  public:
   using Clock = std::chrono::steady_clock;
