@@ -193,8 +193,8 @@ int main(int argc, char** argv) {
   std::string scheduler_lease;
   app.add_option("--scheduler-lease", scheduler_lease,
                  "NAMESPACE/NAME of kube-scheduler's leader lease: only while this replica's "
-                 "kube-scheduler holds it are pods it parked on an extender error requeued "
-                 "(empty: every replica requeues them)")
+                 "kube-scheduler holds it are pods it parked on an extender error requeued and "
+                 "movable pods evicted by consolidation (empty: every replica does both)")
       ->check([](const std::string& s) {
         const auto slash = s.find('/');
         return s.empty() || (slash != std::string::npos && slash > 0 && slash + 1 < s.size() &&
@@ -207,6 +207,17 @@ int main(int argc, char** argv) {
                  "seconds after becoming ready during which pods kube-scheduler parked on an "
                  "extender error get the gapless.io/requeue annotation (0: never)")
       ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
+  server::ConsolidatorOptions consolidation;
+  double consolidation_window = 600;
+  app.add_option("--consolidation-window", consolidation_window,
+                 "seconds of the window --consolidation-max-moves counts evictions in (Kubernetes "
+                 "mode, when the policy enables consolidation; docs/consolidation.md)")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  app.add_option("--consolidation-max-moves", consolidation.max_moves_per_window,
+                 "evictions consolidation may make in any --consolidation-window, on top of the "
+                 "policy's rateLimit (0: none)")
       ->capture_default_str();
   double pairing_wait = 20, pairing_timeout = 60;
   app.add_option("--pairing-wait", pairing_wait,
@@ -291,8 +302,10 @@ int main(int argc, char** argv) {
       requeue.lease_name = scheduler_lease.substr(slash + 1);
     }
     requeue.window = std::chrono::milliseconds(static_cast<long long>(requeue_window * 1000));
+    consolidation.window =
+        std::chrono::milliseconds(static_cast<long long>(consolidation_window * 1000));
     kube = std::make_unique<KubeSource>(std::move(*config), claims, scheduler_name, requeue,
-                                        bind_events);
+                                        bind_events, consolidation);
   } else {
     auto loaded = cluster_file.empty()
                       ? k8s::parse_cluster_file(gapless_demo_cluster(), "built-in demo cluster")

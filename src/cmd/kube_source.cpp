@@ -22,16 +22,23 @@ k8s::NamespaceHooks namespace_hooks(placement::Scheduler& s) {
   return h;
 }
 
+void log_line(const std::string& m) {
+  server::log_info(m);
+}
+
 }  // namespace
 
 KubeSource::KubeSource(k8s::ClientConfig config, k8s::ClaimOptions claims,
                        std::string scheduler_name, k8s::RequeueOptions requeue,
-                       k8s::BindEvents events)
+                       k8s::BindEvents events, server::ConsolidatorOptions consolidation)
     : api_(std::move(config)),
       binder_(api_, "gapless-extender", events),
       claims_(api_, std::move(claims)),
       scheduler_name_(std::move(scheduler_name)),
-      requeue_(api_, std::move(requeue), [](const std::string& m) { server::log_info(m); }) {}
+      requeue_(api_, requeue, log_line),
+      consolidation_options_(std::move(consolidation)),
+      // Evictions only for the leader's kube-scheduler: an unreadable lease is someone else's.
+      consolidation_lease_(api_, k8s::lease_options(requeue, false), "consolidation", log_line) {}
 
 KubeSource::~KubeSource() {
   stop();
@@ -70,6 +77,21 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
     budgets_.forget_pod(uid);
   };
   extender.set_disruption_budgets([this] { return budgets_.resolve(); });
+  // Waiting pods also go to the consolidation driver (docs/consolidation.md).
+  consolidator_ = std::make_unique<server::Consolidator>(
+      extender.scheduler(), api_,
+      [this](server::Consolidator::Clock::time_point now) {
+        return consolidation_lease_.leads(now);
+      },
+      [this] { return budgets_.resolve(); }, consolidation_options_, log_line);
+  hooks.unschedulable = [this, wait = hooks.unschedulable](const k8s::ParsedPod& pod) {
+    if (wait) wait(pod);
+    consolidator_->waiting(pod);
+  };
+  hooks.stop_waiting = [this, stop = hooks.stop_waiting](const std::string& uid) {
+    if (stop) stop(uid);
+    consolidator_->stopped(uid);
+  };
   sync_ = std::make_unique<k8s::ClusterSync>(std::move(hooks), scheduler_name_);
   extender.set_readiness([this] { return synced(); });
   extender.set_claims(&claims_);
@@ -129,6 +151,12 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
+  consolidation_thread_ = std::thread([this] {
+    while (!stopping_) {
+      consolidator_->step(synced(), server::Consolidator::Clock::now());
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  });
 }
 
 void KubeSource::stop() {
@@ -142,4 +170,5 @@ void KubeSource::stop() {
   if (namespaces_thread_.joinable()) namespaces_thread_.join();
   if (pdbs_thread_.joinable()) pdbs_thread_.join();
   if (requeue_thread_.joinable()) requeue_thread_.join();
+  if (consolidation_thread_.joinable()) consolidation_thread_.join();
 }

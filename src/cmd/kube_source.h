@@ -18,7 +18,9 @@
 #include "gapless/k8s/node_claims.h"
 #include "gapless/k8s/node_facts.h"
 #include "gapless/k8s/pod_requeue.h"
+#include "gapless/k8s/scheduler_lease.h"
 #include "gapless/k8s/unbound_pods.h"
+#include "gapless/server/consolidator.h"
 #include "gapless/server/extender.h"
 #include "gapless/server/metrics.h"
 
@@ -29,10 +31,13 @@ class KubeSource {
   // no node for wait (docs/policies.md "Waiting pods"). `requeue`: which of its pods this
   // replica annotates once ready, after kube-scheduler parked them on an extender error
   // (docs/high-availability.md); a zero window turns that off. `events`: which Events binds post
-  // beside the failure Events (--bound-events).
+  // beside the failure Events (--bound-events). `consolidation`: the driver's limits; it evicts
+  // only while the policy enables consolidation and the lease in `requeue` names this replica's
+  // kube-scheduler (docs/consolidation.md).
   KubeSource(gapless::k8s::ClientConfig config, gapless::k8s::ClaimOptions claims,
              std::string scheduler_name, gapless::k8s::RequeueOptions requeue,
-             gapless::k8s::BindEvents events);
+             gapless::k8s::BindEvents events,
+             gapless::server::ConsolidatorOptions consolidation = {});
   ~KubeSource();  // stops and joins the informers
 
   gapless::k8s::Binder& binder() { return binder_; }
@@ -66,5 +71,9 @@ class KubeSource {
   std::thread pdbs_thread_;
   gapless::k8s::PodRequeue requeue_;
   std::thread requeue_thread_;
+  gapless::server::ConsolidatorOptions consolidation_options_;
+  gapless::k8s::SchedulerLease consolidation_lease_;  // an unreadable lease: not the leader
+  std::unique_ptr<gapless::server::Consolidator> consolidator_;
+  std::thread consolidation_thread_;
   std::atomic<bool> stopping_{false};
 };

@@ -299,6 +299,7 @@ void ClusterSync::account(model::Cluster& c, const PodFacts& p, Outbox& out) {
   if (p.parsed) {
     a->host = p.pod.request.host;
     a->priority = p.pod.info.priority;
+    a->movable = p.pod.info.movable;
   }
   if (a->node != p.node) {
     return reject(c, p, "record names node " + a->node + ", pod runs on " + p.node, out);
@@ -306,6 +307,11 @@ void ClusterSync::account(model::Cluster& c, const PodFacts& p, Outbox& out) {
   if (const model::Allocation* held = c.allocation(p.uid)) {
     if (same_grants(*held, *a)) {  // committed at bind, or already restored
       confirmed_.insert(p.uid);
+      // What the pod says beside its record may change (gapless.io/movable, or the
+      // deletionTimestamp of an eviction): consolidation must see it.
+      if (held->movable == a->movable && held->priority == a->priority) return;
+      c.release(p.uid);
+      (void)c.restore(*a);  // the same grants it held a moment ago: cannot fail
       return;
     }
     // The model holds other GPUs for it (a bind by this replica that lost to another
@@ -357,6 +363,7 @@ void ClusterSync::account_host_only(model::Cluster& c, const PodFacts& p) {
   a.node = p.node;
   a.host = p.pod.request.host;
   a.priority = p.pod.info.priority;
+  a.movable = p.pod.info.movable;
   (void)c.restore(a);  // cannot fail: node and UID checked, host never refused
   confirmed_.insert(p.uid);
 }

@@ -77,4 +77,23 @@ std::string annotate_pod(ApiTransport& api, const std::string& ns, const std::st
   return r->ok() ? "" : api_error(*r);
 }
 
+EvictionResult evict_pod(ApiTransport& api, const std::string& ns, const std::string& name,
+                         const std::string& uid, bool dry_run) {
+  json eviction = {{"apiVersion", "policy/v1"},
+                   {"kind", "Eviction"},
+                   {"metadata", {{"name", name}, {"namespace", ns}}}};
+  if (!uid.empty()) eviction["deleteOptions"] = {{"preconditions", {{"uid", uid}}}};
+  if (dry_run) eviction["deleteOptions"]["dryRun"] = json::array({"All"});
+  const std::string path = "/api/v1/namespaces/" + url_encode(ns) + "/pods/" + url_encode(name) +
+                           "/eviction" + (dry_run ? "?dryRun=All" : "");
+  Result<ApiResponse> r =
+      api.call("POST", path, eviction.dump(-1, ' ', false, json::error_handler_t::replace));
+  if (!r.ok()) return {EvictionOutcome::kFailed, r.error()};
+  if (r->ok()) return {EvictionOutcome::kEvicted, ""};
+  const std::string why = api_error(*r);
+  if (r->status == 429) return {EvictionOutcome::kBlocked, why};
+  if (r->status == 404 || r->status == 409) return {EvictionOutcome::kGone, why};
+  return {EvictionOutcome::kFailed, why};
+}
+
 }  // namespace gapless::k8s

@@ -11,6 +11,7 @@
 #include "gapless/k8s/device_asks.h"
 #include "gapless/k8s/json_fields.h"
 #include "gapless/k8s/mig_resource.h"
+#include "gapless/k8s/pod_movability.h"
 #include "gapless/k8s/quantity.h"
 #include "gapless/model/gpu.h"
 #include "gapless/model/mig.h"
@@ -323,6 +324,7 @@ Result<ParsedPod> parse_pod(const json& pod) {
     return Error{s.error()};
   }
   out.device_classes = device_classes(pod);
+  info.movable = pod_movability(pod);
   return out;
 }
 

@@ -6,7 +6,6 @@
 
 #include "gapless/k8s/json_fields.h"
 #include "gapless/k8s/pod_api.h"
-#include "url.h"
 
 namespace gapless::k8s {
 
@@ -52,14 +51,21 @@ bool parked_by_error(const json& pod, const std::string& scheduler_name) {
   return scheduled_condition_is_error(pod);
 }
 
-bool lease_held_by(const std::string& holder, const std::string& replica) {
-  if (replica.empty() || holder.size() < replica.size()) return false;
-  if (holder.compare(0, replica.size(), replica) != 0) return false;
-  return holder.size() == replica.size() || holder[replica.size()] == '_';
+LeaseOptions lease_options(const RequeueOptions& o, bool if_unreadable) {
+  LeaseOptions l;
+  l.lease_namespace = o.lease_namespace;
+  l.lease_name = o.lease_name;
+  l.replica_name = o.replica_name;
+  l.recheck = o.leader_recheck;
+  l.if_unreadable = if_unreadable;
+  return l;
 }
 
 PodRequeue::PodRequeue(ApiTransport& api, RequeueOptions options, Log log)
-    : api_(api), options_(std::move(options)), log_(std::move(log)) {}
+    : api_(api),
+      options_(std::move(options)),
+      log_(std::move(log)),
+      lease_(api_, lease_options(options_, true), "requeue", log_) {}
 
 InformerHandlers PodRequeue::feed(InformerHandlers inner) {
   InformerHandlers h = std::move(inner);
@@ -113,30 +119,6 @@ std::vector<std::pair<std::string, PodRequeue::PodRef>> PodRequeue::due_locked(
   return out;
 }
 
-bool PodRequeue::leads(Clock::time_point now) {
-  if (options_.lease_name.empty()) return true;
-  if (leader_ && now - leader_->first < options_.leader_recheck) return leader_->second;
-  const std::string path = "/apis/coordination.k8s.io/v1/namespaces/" +
-                           url_encode(options_.lease_namespace) + "/leases/" +
-                           url_encode(options_.lease_name);
-  Result<ApiResponse> r = api_.call("GET", path);
-  bool answer = true;
-  if (!r.ok() || (!r->ok() && r->status != 404)) {
-    if (log_) {
-      log_("requeue: cannot read lease " + options_.lease_namespace + "/" + options_.lease_name +
-           " (" + (r.ok() ? api_error(*r) : r.error()) + "); requeueing as if this replica led");
-    }
-  } else if (r->status == 404) {
-    answer = false;  // nobody leads: no queue has parked anything
-  } else {
-    const json lease = json::parse(r->body, nullptr, false);
-    const json* spec = field(lease, "spec");
-    answer = spec && lease_held_by(string_field(*spec, "holderIdentity"), options_.replica_name);
-  }
-  leader_ = std::make_pair(now, answer);
-  return answer;
-}
-
 std::size_t PodRequeue::step(bool ready, Clock::time_point now) {
   const double burst = std::max(1.0, options_.per_second);
   if (!ready) {
@@ -149,7 +131,7 @@ std::size_t PodRequeue::step(bool ready, Clock::time_point now) {
     nudged_.clear();
     tokens_ = burst;
     refilled_ = now;
-    leader_.reset();
+    lease_.forget();
   }
   if (now >= window_end_ || nudged_.size() >= options_.max_per_window) return 0;
   tokens_ = std::min(burst, tokens_ + options_.per_second *
@@ -162,7 +144,7 @@ std::size_t PodRequeue::step(bool ready, Clock::time_point now) {
     std::lock_guard lock(mu_);
     due = due_locked(allowed);
   }
-  if (due.empty() || !leads(now)) return 0;
+  if (due.empty() || !lease_.leads(now)) return 0;
   const std::string value = nudge_value();
   std::size_t taken = 0;
   for (const auto& [uid, ref] : due) {

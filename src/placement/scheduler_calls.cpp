@@ -36,8 +36,8 @@ std::size_t Scheduler::expire_waiting(double cutoff_s) {
 
 ConsolidationSearch Scheduler::consolidate(const model::PodInfo& pod, const model::GpuRequest& req,
                                            const Profile& profile, double now_s,
-                                           const RequestOf& request_of,
-                                           const StartedAt& started_at) const {
+                                           const RequestOf& request_of, const StartedAt& started_at,
+                                           const MayMove& may_move) const {
   model::GpuRequest fit = req;
   if (!options_.check_host) fit.host = {};
   const auto loaded = policy();
@@ -47,6 +47,7 @@ ConsolidationSearch Scheduler::consolidate(const model::PodInfo& pod, const mode
   q.check_host = options_.check_host;
   q.request_of = request_of;
   q.started_at = started_at;
+  q.may_move = may_move;
   std::shared_lock lock(mu_);
   const StageCall c = call(loaded->policy, pod, fit);
   ConsolidationSearch out;

@@ -181,6 +181,7 @@ for group, res, verb in [("", "nodes", "watch"), ("", "pods", "watch"), ("", "no
                          ("policy", "poddisruptionbudgets", "list"),
                          ("policy", "poddisruptionbudgets", "watch"),
                          ("", "pods/binding", "create"), ("", "pods", "patch"),
+                         ("", "pods/eviction", "create"),
                          ("", "events", "create"),
                          ("events.k8s.io", "events", "create")]:
     check(allowed(group, res, verb), f"gapless-extender may {verb} {group or 'core'}/{res}")

@@ -112,6 +112,7 @@ FakeApiServer::FakeApiServer(std::string token)
          guarded([this](const auto& req, auto& res) { handle_event(req, res); }));
   add_config_map_routes();
   add_lease_routes();
+  add_eviction_routes();
   s.Post(R"(/apis/events\.k8s\.io/v1/namespaces/([^/]+)/events)",
          guarded([this](const auto& req, auto& res) { handle_event(req, res); }));
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
@@ -265,6 +266,7 @@ void FakeApiServer::clear_log() {
   requests_.clear();
   events_.clear();
   bindings_.clear();
+  evictions_.clear();
 }
 
 // ---- Store -------------------------------------------------------------------------------

@@ -10,6 +10,10 @@
 //   PATCH /api/v1/nodes/{name}, /api/v1/namespaces/{ns}/pods/{name}    JSON merge patch
 //                                    (application/merge-patch+json; 415 for other patch
 //                                    types), 200 with the object (MODIFIED)
+//   POST /api/v1/namespaces/{ns}/pods/{name}/eviction                    policy/v1 Eviction, UID
+//                                    precondition (409), ?dryRun=All; no PodDisruptionBudget
+//                                    check (fail_next 429 stands for one); a real one sets
+//                                    metadata.deletionTimestamp (MODIFIED) and keeps the pod
 //   POST /api/v1/namespaces/{ns}/events, /apis/events.k8s.io/v1/namespaces/{ns}/events
 //   GET, PUT /api/v1/namespaces/{ns}/configmaps/{name}; POST /api/v1/namespaces/{ns}/configmaps
 //                                    create (409 AlreadyExists) and update, with a set
@@ -208,6 +212,7 @@ class FakeApiServer {
   std::size_t count_requests(const std::string& method, const std::string& path_prefix) const;
   std::vector<nlohmann::json> events() const;    // Event objects POSTed, as stored
   std::vector<nlohmann::json> bindings() const;  // Binding bodies that succeeded
+  std::vector<std::string> evictions() const;    // "ns/name" of the evictions done (no dry runs)
   void clear_log();                              // forgets requests, events and bindings
 
  private:
@@ -239,6 +244,8 @@ class FakeApiServer {
                    const std::string& ns, const std::string& name);
   void add_config_map_routes();
   void add_lease_routes();
+  void add_eviction_routes();
+  void handle_eviction(const httplib::Request& req, httplib::Response& res);
   void handle_config_map_write(const httplib::Request& req, httplib::Response& res,
                                const std::string& ns, const std::string& name);
   bool pre_route(const httplib::Request& req, httplib::Response& res);
@@ -281,6 +288,7 @@ class FakeApiServer {
   std::vector<RequestRecord> requests_;
   std::vector<nlohmann::json> events_;
   std::vector<nlohmann::json> bindings_;
+  std::vector<std::string> evictions_;
   std::map<std::string, nlohmann::json> config_maps_;  // by "namespace/name"
   std::size_t config_map_writes_ = 0;
   std::map<std::string, nlohmann::json> leases_;  // by "namespace/name"

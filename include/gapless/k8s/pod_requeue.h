@@ -30,6 +30,7 @@
 
 #include "gapless/k8s/api_client.h"
 #include "gapless/k8s/informer.h"
+#include "gapless/k8s/scheduler_lease.h"
 
 namespace gapless::k8s {
 
@@ -55,8 +56,9 @@ struct RequeueOptions {
 // one of `scheduler_name`'s, still waiting for a node.
 bool parked_by_error(const nlohmann::json& pod, const std::string& scheduler_name);
 
-// Whether `holder` (a Lease's spec.holderIdentity) is the kube-scheduler of pod `replica`.
-bool lease_held_by(const std::string& holder, const std::string& replica);
+// The lease check of `o` (its lease, replica and recheck); `if_unreadable`: the answer when the
+// lease cannot be read (yes for the requeue, no for evictions).
+LeaseOptions lease_options(const RequeueOptions& o, bool if_unreadable);
 
 class PodRequeue {
  public:
@@ -86,9 +88,6 @@ class PodRequeue {
   void track_locked(const nlohmann::json& pod);
   // Pods due in this window, at most `n`; REQUIRES: mu_ held.
   std::vector<std::pair<std::string, PodRef>> due_locked(std::size_t n) const;
-  // Whether this replica's kube-scheduler leads; an unreadable lease counts as yes (a needless
-  // patch costs one retry of the pod, a missed one 5 minutes).
-  bool leads(Clock::time_point now);
 
   ApiTransport& api_;
   const RequeueOptions options_;
@@ -101,7 +100,9 @@ class PodRequeue {
   std::set<std::string> nudged_;  // UIDs patched (or tried) in this window
   double tokens_ = 0;
   Clock::time_point refilled_{};
-  std::optional<std::pair<Clock::time_point, bool>> leader_;  // when asked, answer
+  // Whether this replica's kube-scheduler leads; an unreadable lease counts as yes (a needless
+  // patch costs one retry of the pod, a missed one 5 minutes).
+  SchedulerLease lease_;
   std::atomic<std::size_t> patched_{0};
   std::atomic<std::size_t> failed_{0};
 };

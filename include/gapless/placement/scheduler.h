@@ -108,13 +108,17 @@ class Scheduler {
   // so one node fits it, under the current policy's `consolidation` rules (none while they are
   // off). `now_s`: the driver's clock. `request_of`: the request each evicted pod would be placed
   // again with, when the driver knows it (else one derived from what it holds); `started_at`:
-  // when a pod started, on the same clock (else no GPU-time is counted for it).
+  // when a pod started, on the same clock (else no GPU-time is counted for it); `may_move`:
+  // whether the driver lets a movable pod be moved now (e.g. not one whose eviction a
+  // PodDisruptionBudget refused), on top of the rules (unset: yes).
   using RequestOf = std::function<std::optional<model::GpuRequest>(const model::Allocation&)>;
   using StartedAt = std::function<double(const model::Allocation&)>;
+  using MayMove = std::function<bool(const model::Allocation&)>;
   ConsolidationSearch consolidate(const model::PodInfo& pod, const model::GpuRequest& req,
                                   const Profile& profile, double now_s,
                                   const RequestOf& request_of = {},
-                                  const StartedAt& started_at = {}) const;
+                                  const StartedAt& started_at = {},
+                                  const MayMove& may_move = {}) const;
   // The driver evicted `plan`'s pods at now_s: the rate limits count them from now on.
   void moves_made(const ConsolidationPlan& plan, double now_s);
 

@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# Does consolidation make room on a real control plane? (issue 40, docs/consolidation.md "On
+# Kubernetes"). Local only, never in CI; no root.
+#
+#   scripts/consolidation_e2e.sh K8S_BIN_DIR [GAPLESS_EXTENDER]
+#
+# K8S_BIN_DIR holds kube-apiserver, kube-controller-manager and kube-scheduler (v1.26);
+# GAPLESS_EXTENDER defaults to build/gapless-extender; etcd, kubectl, openssl, curl and python3
+# come from PATH. On 127.0.0.1 ports the kernel picks, in a temporary directory: etcd and
+# kube-apiserver with RBAC (scripts/local_control_plane.sh), manifests/ as shipped,
+# kube-controller-manager (replicaset, deployment and disruption controllers: it recreates
+# evicted replicas and fills PodDisruptionBudgets' status), kube-scheduler with
+# manifests/scheduler-config.yaml (leader election on its lease gapless-system/gapless-scheduler,
+# as shipped), gapless-extender with its own ServiceAccount's token, --scheduler-lease and a
+# policy that is policies/default.yaml with consolidation.enabled: true.
+#
+# Two GPU nodes, node-a and node-b, 8 GPUs each, written by the script as an admin: NO kubelet
+# and NO gapless-agent run on them. A bound pod only gets spec.nodeName; nothing runs it, and an
+# evicted pod stays Terminating until the script deletes it with --grace-period=0 (what a
+# kubelet does once its containers stop).
+#
+# Scenario: Deployment serve (2 replicas x 2 GPUs, gapless.io/movable: "true") lands on one node
+# (X); a bare pod fixed (4 GPUs, never movable) is pinned to the other (Y). Pod train asks 8 GPUs:
+# no node has them. 1) A PodDisruptionBudget minAvailable: 2 on serve: Gapless evicts nothing and
+# says why on train (Event ConsolidationNoPlan). 2) The budget removed: Gapless evicts both serve
+# pods from X (Events on them and on train); their replacements are bound to Y, train to X.
+# One line per check, PASS or FAIL. Environment: KEEP=1 keeps the temporary directory.
+# Exit status: 0 all checks passed, 3 a check failed, other: the harness failed.
+set -euo pipefail
+bin=$(realpath "${1:?K8S_BIN_DIR (kube-apiserver, kube-controller-manager, kube-scheduler)}")
+here=$(cd "$(dirname "$0")" && pwd); repo=$(dirname "$here")
+ext=$(realpath "${2:-$repo/build/gapless-extender}")
+die() { echo "consolidation_e2e: $*" >&2; exit 2; }
+for c in etcd kubectl openssl curl python3; do command -v $c >/dev/null || die "$c not found"; done
+for b in "$bin/kube-apiserver" "$bin/kube-controller-manager" "$bin/kube-scheduler" "$ext"; do
+  [[ -x $b ]] || die "missing $b"
+done
+dir=$(mktemp -d); pids=()
+cleanup() {
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill "${pids[i]}" 2>/dev/null || true; wait "${pids[i]}" 2>/dev/null || true
+  done
+  if [[ ${KEEP:-} == 1 ]]; then echo "consolidation_e2e: logs in $dir" >&2; else rm -rf "$dir"; fi
+}
+trap cleanup EXIT
+cd "$dir"
+# shellcheck source=local_control_plane.sh
+. "$here/local_control_plane.sh"
+start_control_plane "$bin"
+echo "consolidation_e2e: kube-apiserver $("$bin/kube-apiserver" --version | cut -d' ' -f2)" >&2
+
+fails=0
+pass() { echo "PASS $*"; }
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+jq_py() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
+
+apply_manifests "$repo/manifests" || die "applying manifests/: $(tail -3 apply.log)"
+admin create namespace ml > /dev/null
+admin -n ml create serviceaccount default > /dev/null  # no serviceaccount controller here
+
+node() {  # NAME
+  python3 - "$1" <<'EOF' > node.json
+import json, sys
+name = sys.argv[1]
+gpus = [{"index": i, "uuid": f"{name}-GPU-{i}", "model": "NVIDIA-H100-80GB-HBM3",
+         "memoryMiB": 81920, "healthy": True} for i in range(8)]
+links = [{"a": a, "b": b, "type": "NVLink", "count": 18} for a in range(8) for b in range(a + 1, 8)]
+res = {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"}
+print(json.dumps({"apiVersion": "v1", "kind": "Node",
+  "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name},
+               "annotations": {"gapless.io/gpu-topology": json.dumps(
+                   {"version": 1, "gpus": gpus, "links": links})}},
+  "status": {"capacity": res, "allocatable": res,
+             "conditions": [{"type": "Ready", "status": "True"}]}}))
+EOF
+  admin create -f node.json > /dev/null
+  admin patch node "$1" --subresource status --type merge \
+    -p "$(jq_py 'print(json.dumps({"status": d["status"]}))' < node.json)" > /dev/null
+  admin patch node "$1" --type merge -p '{"spec":{"taints":null}}' > /dev/null
+}
+node node-a
+node node-b
+
+# ---- controllers, the extender, kube-scheduler ------------------------------------------------
+read -r kcm_port verbs probes sched_port < <(free_ports 4)
+"$bin/kube-controller-manager" --kubeconfig admin.kubeconfig --leader-elect=false \
+  --controllers=replicaset,deployment,disruption --bind-address=127.0.0.1 \
+  --secure-port="$kcm_port" --cert-dir=kcm-certs > kcm.log 2>&1 & pids+=($!)
+python3 - "$repo/policies/default.yaml" <<'EOF' > policy.yaml
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+i = lines.index("consolidation:")
+assert lines[i + 1].startswith("  enabled: false")
+lines[i + 1] = lines[i + 1].replace("enabled: false", "enabled: true ")
+print("\n".join(lines))
+EOF
+token=$(admin -n gapless-system create token gapless-scheduler --duration 1h)
+kc extender.kubeconfig "$token"
+host=$(hostname)  # kube-scheduler's lease identity is "<host name>_<uuid>"
+"$ext" --kubeconfig extender.kubeconfig --listen "127.0.0.1:$verbs" \
+  --probe-listen "127.0.0.1:$probes" --claims-namespace gapless-system --policy policy.yaml \
+  --replica-name "$host" --scheduler-lease gapless-system/gapless-scheduler \
+  --pairing-wait 0 > extender.log 2>&1 & pids+=($!)
+for _ in $(seq 60); do curl -sf "127.0.0.1:$probes/readyz" >/dev/null && break; sleep 0.5; done
+curl -sf "127.0.0.1:$probes/readyz" >/dev/null || die "gapless-extender not ready: $(tail -5 extender.log)"
+sed -e "s|^leaderElection:|clientConnection: {kubeconfig: $dir/admin.kubeconfig}\nleaderElection:|" \
+  -e "s|http://127.0.0.1:8888|http://127.0.0.1:$verbs|" "$repo/manifests/scheduler-config.yaml" \
+  > scheduler.yaml
+"$bin/kube-scheduler" --config scheduler.yaml --secure-port="$sched_port" \
+  --bind-address=127.0.0.1 --cert-dir=scheduler-certs > scheduler.log 2>&1 & pids+=($!)
+
+# ---- workloads ----------------------------------------------------------------------------------
+pods_json() { admin -n ml get pods -o json; }
+node_of() { admin -n ml get pod "$1" -o json | jq_py 'print(d["spec"].get("nodeName", ""))'; }
+serve_nodes() {  # "name node" per live serve pod (not terminating)
+  pods_json | jq_py '
+for p in d["items"]:
+    m = p["metadata"]
+    if m.get("labels", {}).get("app") == "serve" and not m.get("deletionTimestamp"):
+        print(m["name"], p["spec"].get("nodeName", ""))'
+}
+gpu_pod() {  # NAME GPUS EXTRA-SPEC-JSON: a bare pod of gapless-scheduler
+  python3 - "$@" <<'EOF' | admin create -f - > /dev/null
+import json, sys
+spec = {"schedulerName": "gapless-scheduler",
+        "containers": [{"name": "main", "image": "example.invalid/gpu",
+                        "resources": {"limits": {"nvidia.com/gpu": sys.argv[2]}}}]}
+spec.update(json.loads(sys.argv[3]))
+print(json.dumps({"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": sys.argv[1], "namespace": "ml"}, "spec": spec}))
+EOF
+}
+admin -n ml apply -f - > /dev/null <<'EOF'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: serve, namespace: ml}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: serve}}
+  template:
+    metadata:
+      labels: {app: serve}
+      annotations: {gapless.io/movable: "true"}
+    spec:
+      schedulerName: gapless-scheduler
+      terminationGracePeriodSeconds: 5
+      containers:
+      - {name: main, image: example.invalid/serve, resources: {limits: {nvidia.com/gpu: "2"}}}
+EOF
+for _ in $(seq 120); do
+  [[ $(serve_nodes | awk '$2 != ""' | wc -l) == 2 ]] && break; sleep 0.5
+done
+mapfile -t placed < <(serve_nodes | awk '{print $2}' | sort -u)
+if [[ ${#placed[@]} == 1 && -n ${placed[0]} ]]; then
+  X=${placed[0]}; pass "Deployment serve's 2 replicas (2 GPUs each) are bound to $X: $(serve_nodes | tr '\n' ' ')"
+else
+  fail "serve's replicas are not on one node: $(serve_nodes | tr '\n' ' ')"; exit 3
+fi
+Y=node-a; [[ $X == node-a ]] && Y=node-b
+gpu_pod fixed 4 "{\"nodeSelector\": {\"kubernetes.io/hostname\": \"$Y\"}}"
+for _ in $(seq 60); do [[ -n $(node_of fixed) ]] && break; sleep 0.5; done
+[[ $(node_of fixed) == "$Y" ]] && pass "bare pod fixed (4 GPUs) bound to $Y" \
+  || { fail "pod fixed not bound to $Y"; exit 3; }
+
+# ---- 1) a budget forbids the evictions: Gapless waits ------------------------------------------
+admin -n ml apply -f - > /dev/null <<'EOF'
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: serve, namespace: ml}
+spec: {minAvailable: 2, selector: {matchLabels: {app: serve}}}
+EOF
+for _ in $(seq 60); do
+  [[ $(admin -n ml get pdb serve -o jsonpath='{.status.observedGeneration}') != "" ]] && break
+  sleep 0.5
+done
+gpu_pod train 8 '{}'
+events_on() {  # POD: "reason: message" lines of Gapless's consolidation Events
+  admin -n ml get events -o json | jq_py "
+for e in d['items']:
+    if e['involvedObject']['name'] == '$1' and e['reason'].startswith('Consolidation'):
+        print(e['reason'] + ': ' + e['message'])"
+}
+for _ in $(seq 60); do [[ -n $(events_on train) ]] && break; sleep 0.5; done
+sleep 5  # a few more consolidation steps
+evicted=$(grep -c 'consolidation: pod ml/train: evicted' extender.log || true)
+if [[ -z $(node_of train) && $evicted == 0 && $(serve_nodes | wc -l) == 2 ]] &&
+   events_on train | grep -q 'PodDisruptionBudget'; then
+  pass "with PDB serve (minAvailable 2) nothing is evicted; train waits: $(events_on train | head -1)"
+else
+  fail "with the PDB: train on '$(node_of train)', evictions logged $evicted, events: $(events_on train)"
+fi
+
+# ---- 2) the budget removed: Gapless evicts, the replicas come back on Y, train runs on X --------
+admin -n ml delete pdb serve > /dev/null
+# What a kubelet does with an evicted pod once its containers stop: delete it for good.
+for _ in $(seq 120); do
+  pods_json | jq_py '
+for p in d["items"]:
+    if p["metadata"].get("deletionTimestamp"): print(p["metadata"]["name"])' |
+    while read -r p; do admin -n ml delete pod "$p" --grace-period=0 --force > /dev/null 2>&1 || true; done
+  [[ -n $(node_of train) ]] && break
+  sleep 1
+done
+if [[ $(node_of train) == "$X" ]]; then
+  pass "train (8 GPUs) bound to $X after Gapless evicted serve's replicas there"
+else
+  fail "train not bound to $X (node '$(node_of train)'); extender log: $(grep consolidation extender.log | tail -3)"
+fi
+for _ in $(seq 60); do
+  [[ $(serve_nodes | awk -v y="$Y" '$2 == y' | wc -l) == 2 ]] && break; sleep 0.5
+done
+if [[ $(serve_nodes | awk -v y="$Y" '$2 == y' | wc -l) == 2 ]]; then
+  pass "serve's replacement replicas bound to $Y: $(serve_nodes | tr '\n' ' ')"
+else
+  fail "serve's replicas: $(serve_nodes | tr '\n' ' ')"
+fi
+echo "events on train:"; events_on train | sed 's/^/  /'
+echo "events on evicted pods:"
+admin -n ml get events -o json | jq_py "
+for e in d['items']:
+    if e['reason'] == 'ConsolidationEviction': print('  ' + e['involvedObject']['name'] + ': ' + e['message'])"
+echo "extender log (consolidation):"; grep 'consolidation' extender.log | sed 's/^/  /' | tail -8
+[[ $fails == 0 ]] || exit 3
