@@ -192,7 +192,8 @@ class Packer {
   }
   // Where each arrived pod of `in` is (slots of in.pods; a pod arriving twice fills two).
   Packing packing(const std::vector<model::Node>& nodes, const LimitInstance& in) const {
-    return packing_of(cluster_, nodes, in, [&](const std::string& uid) { return uid_pod_[std::stoul(uid)]; });
+    return packing_of(cluster_, nodes, in,
+                      [&](const std::string& uid) { return uid_pod_[std::stoul(uid)]; });
   }
   OfflinePacking finish() {
     if (out.error.empty()) out.error = check(cluster_, w_, uid_pod_, out.allocated_milli);

@@ -35,8 +35,7 @@ class Search {
  public:
   Search(const std::vector<model::Node>& nodes, const Workload& w, const LimitInstance& in,
          const Packing& start)
-      : w_(w), in_(in), at_(in.pods.size(), -1), gpus_(in.pods.size()),
-        locked_(in.pods.size(), 0) {
+      : w_(w), in_(in), at_(in.pods.size(), -1), gpus_(in.pods.size()), locked_(in.pods.size(), 0) {
     for (std::size_t n = 0; n < nodes.size(); ++n) {
       State s;
       s.cpu = nodes[n].host.cpu_milli;
@@ -217,8 +216,8 @@ class Search {
     if (cpu >= r.host.cpu_milli && memory >= r.host.memory_mib) return true;
     std::vector<std::size_t> more;
     for (std::size_t v : s.slots)
-      if (!locked_[v] && std::find(spot.victims.begin(), spot.victims.end(), v) ==
-                             spot.victims.end())
+      if (!locked_[v] &&
+          std::find(spot.victims.begin(), spot.victims.end(), v) == spot.victims.end())
         more.push_back(v);
     auto key = [&](std::size_t v) {
       return std::make_tuple(value(v), -req(v).host.cpu_milli, -req(v).host.memory_mib, v);
@@ -283,8 +282,9 @@ class Search {
       const Gpu& gpu = s.gpus[g];
       if (gpu.whole) continue;
       std::vector<std::size_t> shares = gpu.slots;
-      std::sort(shares.begin(), shares.end(),
-                [&](auto a, auto b) { return std::pair{value(a), a} < std::pair{value(b), b}; });
+      std::sort(shares.begin(), shares.end(), [&](auto a, auto b) {
+        return std::pair{value(a), a} < std::pair{value(b), b};
+      });
       Spot spot{node, static_cast<int>(g), {}, 0};
       int used = gpu.used;
       for (std::size_t v : shares) {
@@ -294,8 +294,8 @@ class Search {
         spot.cost += value(v);
       }
       if (used + q > kFull) continue;
-      if (best && std::pair{spot.cost, spot.victims.size()} >=
-                      std::pair{best->cost, best->victims.size()})
+      if (best &&
+          std::pair{spot.cost, spot.victims.size()} >= std::pair{best->cost, best->victims.size()})
         continue;
       best = std::move(spot);
     }
@@ -309,9 +309,8 @@ class Search {
     for (std::size_t t = 0; t < of_type_.size(); ++t) {
       if (!allowed(slot, static_cast<int>(t))) continue;
       for (int n : of_type_[t]) {
-        std::optional<Spot> s = req(slot).kind == model::RequestKind::kWhole
-                                    ? whole_spot(slot, n)
-                                    : share_spot(slot, n);
+        std::optional<Spot> s = req(slot).kind == model::RequestKind::kWhole ? whole_spot(slot, n)
+                                                                             : share_spot(slot, n);
         if (s && !s->victims.empty() && s->cost < value(slot) * 2) all.push_back(std::move(*s));
       }
     }
