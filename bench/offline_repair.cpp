@@ -36,6 +36,7 @@ class Search {
   Search(const std::vector<model::Node>& nodes, const Workload& w, const LimitInstance& in,
          const Packing& start)
       : w_(w), in_(in), at_(in.pods.size(), -1), gpus_(in.pods.size()), locked_(in.pods.size(), 0) {
+    for (int pod : in.pods) value_.push_back(value_of(w.requests[pod]));
     for (std::size_t n = 0; n < nodes.size(); ++n) {
       State s;
       s.cpu = nodes[n].host.cpu_milli;
@@ -91,7 +92,7 @@ class Search {
   };
 
   const model::GpuRequest& req(std::size_t slot) const { return w_.requests[in_.pods[slot]]; }
-  std::int64_t value(std::size_t slot) const { return value_of(req(slot)); }
+  std::int64_t value(std::size_t slot) const { return value_[slot]; }
 
   // The slots of GPU pods left out, the most GPU milli first, then the most CPU.
   std::vector<std::size_t> left_out() const {
@@ -273,25 +274,29 @@ class Search {
     return spot;
   }
 
-  // A share: on the node's GPU cheapest to make room on (its smallest shares leave first).
-  std::optional<Spot> share_spot(std::size_t slot, int node) const {
+  // A share: on the node's GPU cheapest to make room on (its smallest shares leave first),
+  // costing less than `bound`.
+  std::optional<Spot> share_spot(std::size_t slot, int node, std::int64_t bound) const {
     const State& s = nodes_[node];
     const int q = req(slot).shared.compute_milli;
     std::optional<Spot> best;
     for (std::size_t g = 0; g < s.gpus.size(); ++g) {
       const Gpu& gpu = s.gpus[g];
-      if (gpu.whole) continue;
-      std::vector<std::size_t> shares = gpu.slots;
-      std::sort(shares.begin(), shares.end(), [&](auto a, auto b) {
-        return std::pair{value(a), a} < std::pair{value(b), b};
-      });
+      // What leaves must hold at least the compute missing: a bound on the cost.
+      if (gpu.whole || gpu.used + q - kFull >= (best ? best->cost + 1 : bound)) continue;
       Spot spot{node, static_cast<int>(g), {}, 0};
       int used = gpu.used;
-      for (std::size_t v : shares) {
-        if (used + q <= kFull || locked_[v]) continue;
-        used -= static_cast<int>(value(v));
-        spot.victims.push_back(v);
-        spot.cost += value(v);
+      if (used + q > kFull) {
+        scratch_ = gpu.slots;
+        std::sort(scratch_.begin(), scratch_.end(), [&](auto a, auto b) {
+          return std::pair{value(a), a} < std::pair{value(b), b};
+        });
+        for (std::size_t v : scratch_) {
+          if (used + q <= kFull || locked_[v]) continue;
+          used -= static_cast<int>(value(v));
+          spot.victims.push_back(v);
+          spot.cost += value(v);
+        }
       }
       if (used + q > kFull) continue;
       if (best &&
@@ -299,27 +304,32 @@ class Search {
         continue;
       best = std::move(spot);
     }
-    if (!best || !free_host(slot, s, *best)) return std::nullopt;
+    if (!best || !free_host(slot, s, *best) || best->cost >= bound) return std::nullopt;
     return best;
   }
 
-  // The `most` places cheapest to clear for the pod, over every node it is allowed on.
+  // The `most` places cheapest to clear for the pod (pods must move; they hold less than twice
+  // its GPU milli), over every node it is allowed on, the cheapest first.
   std::vector<Spot> spots(std::size_t slot, int most) const {
-    std::vector<Spot> all;
+    auto key = [](const Spot& s) { return std::tuple{s.cost, s.victims.size(), s.node, s.gpu}; };
+    std::vector<Spot> kept;
     for (std::size_t t = 0; t < of_type_.size(); ++t) {
       if (!allowed(slot, static_cast<int>(t))) continue;
       for (int n : of_type_[t]) {
-        std::optional<Spot> s = req(slot).kind == model::RequestKind::kWhole ? whole_spot(slot, n)
-                                                                             : share_spot(slot, n);
-        if (s && !s->victims.empty() && s->cost < value(slot) * 2) all.push_back(std::move(*s));
+        const std::int64_t bound = static_cast<int>(kept.size()) < most
+                                       ? value(slot) * 2
+                                       : kept.back().cost + 1;  // ties may still win on key
+        std::optional<Spot> s = req(slot).kind == model::RequestKind::kWhole
+                                    ? whole_spot(slot, n)
+                                    : share_spot(slot, n, bound);
+        if (!s || s->victims.empty() || s->cost >= bound) continue;
+        auto at = std::upper_bound(kept.begin(), kept.end(), *s,
+                                   [&](const Spot& a, const Spot& b) { return key(a) < key(b); });
+        kept.insert(at, std::move(*s));
+        if (static_cast<int>(kept.size()) > most) kept.pop_back();
       }
     }
-    auto key = [](const Spot& s) { return std::tuple{s.cost, s.victims.size(), s.node, s.gpu}; };
-    const std::size_t k = std::min(all.size(), static_cast<std::size_t>(most));
-    std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(),
-                      [&](const Spot& a, const Spot& b) { return key(a) < key(b); });
-    all.resize(k);
-    return all;
+    return kept;
   }
 
   // Places the (left out) pod directly, else through an ejection chain `depth` levels deep.
@@ -372,8 +382,10 @@ class Search {
   std::vector<std::vector<int>> of_type_;
   std::vector<int> at_;
   std::vector<std::vector<int>> gpus_;
-  std::vector<char> locked_;  // placed in the chain being built: not to be ejected by it
+  std::vector<std::int64_t> value_;  // per slot: the GPU milli it holds once placed
+  std::vector<char> locked_;         // placed in the chain being built: not to be ejected by it
   std::vector<Undo> journal_;
+  mutable std::vector<std::size_t> scratch_;  // share_spot's shares of one GPU, sorted
 };
 
 }  // namespace
