@@ -46,10 +46,13 @@ class Search {
       nodes_.push_back(std::move(s));
     }
     of_type_.resize(in.types.size());
-    for (std::size_t n = 0; n < nodes.size() && n < in.node_type.size(); ++n)
+    for (std::size_t n = 0; n < nodes.size() && n < in.node_type.size(); ++n) {
       if (in.node_type[n] >= 0) of_type_[in.node_type[n]].push_back(static_cast<int>(n));
+      if (in.node_type[n] < 0) gpuless_.push_back(static_cast<int>(n));
+    }
     for (std::size_t i = 0; i < in.pods.size() && i < start.node.size(); ++i)
-      if (start.node[i] >= 0 && in.pod_shape[i] >= 0) raw_put(i, start.node[i], start.gpus[i]);
+      if (start.node[i] >= 0 && (in.pod_shape[i] >= 0 || host_only(i)))
+        raw_put(i, start.node[i], start.gpus[i]);
   }
 
   void run(RepairStats* stats) {
@@ -69,6 +72,16 @@ class Search {
       }
       if (!improved) break;
     }
+    // Pods without GPUs add no GPU milli: the chains move them out of the way for nothing; put
+    // back where they fit, the most CPU first, so the packing holds as many of them as it can.
+    std::vector<std::size_t> cpu_only;
+    for (std::size_t i = 0; i < at_.size(); ++i)
+      if (at_[i] < 0 && host_only(i)) cpu_only.push_back(i);
+    auto key = [&](std::size_t i) {
+      return std::make_tuple(-req(i).host.cpu_milli, -req(i).host.memory_mib, i);
+    };
+    std::sort(cpu_only.begin(), cpu_only.end(), [&](auto a, auto b) { return key(a) < key(b); });
+    for (std::size_t i : cpu_only) insert(i);
   }
 
   Packing result() const { return {at_, gpus_}; }
@@ -92,6 +105,7 @@ class Search {
   };
 
   const model::GpuRequest& req(std::size_t slot) const { return w_.requests[in_.pods[slot]]; }
+  bool host_only(std::size_t slot) const { return req(slot).kind == model::RequestKind::kNone; }
   std::int64_t value(std::size_t slot) const { return value_[slot]; }
 
   // The slots of GPU pods left out, the most GPU milli first, then the most CPU.
@@ -163,6 +177,7 @@ class Search {
     const State& s = nodes_[node];
     if (s.cpu < r.host.cpu_milli || s.memory < r.host.memory_mib) return std::nullopt;
     std::vector<int> picked;
+    if (r.kind == model::RequestKind::kNone) return std::pair{s.cpu - r.host.cpu_milli, picked};
     if (r.kind == model::RequestKind::kWhole) {
       for (std::size_t g = 0; g < s.gpus.size() && static_cast<int>(picked.size()) < r.whole; ++g)
         if (s.gpus[g].used == 0 && !s.gpus[g].whole) picked.push_back(static_cast<int>(g));
@@ -183,23 +198,27 @@ class Search {
   }
 
   bool allowed(std::size_t slot, int type) const {
-    return in_.shapes[in_.pod_shape[slot]].allowed_on(in_.types[type]);
+    const int shape = in_.pod_shape[slot];
+    return shape < 0 ? host_only(slot) : in_.shapes[shape].allowed_on(in_.types[type]);
   }
 
   // The pod where it leaves the least room, as things stand. False: it fits nowhere.
   bool insert(std::size_t slot) {
     std::optional<std::pair<std::int64_t, std::vector<int>>> best;
     int where = -1;
+    auto consider = [&](int n) {
+      auto f = fit(slot, n);
+      if (f && (!best || f->first < best->first)) {
+        best = std::move(f);
+        where = n;
+      }
+    };
     for (std::size_t t = 0; t < of_type_.size(); ++t) {
       if (!allowed(slot, static_cast<int>(t))) continue;
-      for (int n : of_type_[t]) {
-        auto f = fit(slot, n);
-        if (f && (!best || f->first < best->first)) {
-          best = std::move(f);
-          where = n;
-        }
-      }
+      for (int n : of_type_[t]) consider(n);
     }
+    if (host_only(slot))
+      for (int n : gpuless_) consider(n);
     if (!best) return false;
     put(slot, where, best->second);
     return true;
@@ -333,10 +352,11 @@ class Search {
   }
 
   // Places the (left out) pod directly, else through an ejection chain `depth` levels deep.
-  // Returns the GPU milli gained (> 0: the state changed; 0: it is as it was).
+  // Returns the GPU milli gained (> 0: the state changed; 0: it is as it was, but for a pod
+  // without GPUs, which may have been placed).
   std::int64_t try_place(std::size_t slot, int depth) {
     if (insert(slot)) return value(slot);
-    if (depth == 0) return 0;
+    if (depth == 0 || value(slot) == 0) return 0;
     const std::vector<Spot> tried = spots(slot, kTried[depth]);
     std::int64_t best = 0;
     int best_at = -1;
@@ -380,6 +400,7 @@ class Search {
   const LimitInstance& in_;
   std::vector<State> nodes_;
   std::vector<std::vector<int>> of_type_;
+  std::vector<int> gpuless_;  // nodes without GPUs: only pods without GPUs go there
   std::vector<int> at_;
   std::vector<std::vector<int>> gpus_;
   std::vector<std::int64_t> value_;  // per slot: the GPU milli it holds once placed

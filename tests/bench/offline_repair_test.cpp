@@ -65,7 +65,9 @@ std::string infeasible(const Instance& i, const Packing& p) {
   for (std::size_t s = 0; s < p.node.size(); ++s) {
     if (p.node[s] < 0) continue;
     const model::GpuRequest& r = i.w.requests[i.in.pods[s]];
-    const int asked = r.kind == model::RequestKind::kWhole ? r.whole : 1;
+    const int asked = r.kind == model::RequestKind::kWhole    ? r.whole
+                      : r.kind == model::RequestKind::kShared ? 1
+                                                              : 0;
     if (static_cast<int>(p.gpus[s].size()) != asked) return "pod " + std::to_string(s) + " GPUs";
     if (!model_allowed(i, s, p.node[s])) return "pod " + std::to_string(s) + " model";
     if (Status st = c.commit(allocation(i, s, p.node[s], p.gpus[s])); !st) return st.error();
@@ -139,7 +141,7 @@ TEST_CASE("the repair never makes a packing infeasible or worse", "[bench][limit
     const std::int64_t after = packed_milli(i.w, i.in, repaired);
     const LpBound lp = solve_lp_bound(i.in);
     INFO("round " << round << ": " << before << " -> " << after << ", LP " << lp.allocated_milli);
-    CHECK(infeasible(i, repaired).empty());
+    CHECK(infeasible(i, repaired) == "");
     CHECK(after >= before);
     CHECK(static_cast<double>(after) <= lp.allocated_milli + 1e-6);
     CHECK(stats.passes >= 1);
@@ -171,6 +173,17 @@ TEST_CASE("the repair moves pods out of the way", "[bench][limit][repair]") {
     CHECK(infeasible(i, repaired).empty());
     CHECK(packed_milli(i.w, i.in, repaired) == 3000);
     CHECK(repaired.node == std::vector<int>{0, 1, 1});
+  }
+  SECTION("a pod without GPUs gives its CPU to a GPU pod, and is put back where it fits") {
+    // n0's 8 cores: the CPU-only pod's 6 leave too few for the GPU pod's 4; n1 has 2 cores.
+    const Instance i = instance({{"n0", 8000, 1 << 20, 1, "T4"}, {"n1", 2000, 1 << 20, 1, "T4"}},
+                                {pod(0, 0, 6000), pod(1, 1000, 4000), pod(0, 0, 2000)});
+    const Packing start{{0, -1, -1}, {{}, {}, {}}};
+    REQUIRE(infeasible(i, start).empty());
+    const Packing repaired = repair_packing(i.nodes, i.w, i.in, start);
+    CHECK(infeasible(i, repaired) == "");
+    CHECK(packed_milli(i.w, i.in, repaired) == 1000);
+    CHECK(repaired.node == std::vector<int>{-1, 0, 1});  // the 2-core pod fits n1 exactly
   }
   SECTION("nothing fits better: the packing is kept as it is") {
     const Instance i =
