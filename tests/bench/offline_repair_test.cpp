@@ -11,17 +11,14 @@
 #include "limit.h"
 #include "lp_bound.h"
 #include "offline_repair.h"
+#include "random_limit.h"
 #include "replay.h"
 
 using namespace gapless;
 using namespace gapless::bench;
+using gapless::bench::testing::limit_pod;
 
 namespace {
-
-TracePod pod(int gpus, int milli, std::int64_t cpu, std::vector<std::string> models = {}) {
-  static int n = 0;
-  return {"r" + std::to_string(1000 + n++), cpu, 1024, gpus, milli, std::move(models)};
-}
 
 struct Instance {
   std::vector<model::Node> nodes;
@@ -106,34 +103,24 @@ Packing random_packing(const Instance& i, std::mt19937& rng) {
   return p;
 }
 
+// The repair of a feasible start, checked feasible.
+Packing repaired_checked(const Instance& i, const Packing& start) {
+  REQUIRE(infeasible(i, start) == "");
+  Packing repaired = repair_packing(i.nodes, i.w, i.in, start);
+  CHECK(infeasible(i, repaired) == "");
+  return repaired;
+}
+
 }  // namespace
 
 TEST_CASE("the repair never makes a packing infeasible or worse", "[bench][limit][repair]") {
-  std::mt19937 rng(11);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  testing::RandomLimit random(11, {5, 6, 4, 4, 4, 24, 3, 10, true});
   int better = 0;
   for (int round = 0; round < 80; ++round) {
-    std::vector<TraceNode> nodes;
-    for (int n = pick(1, 5); n > 0; --n) {
-      nodes.push_back({"n" + std::to_string(n), 4000LL * pick(1, 6), 4096LL * pick(1, 4),
-                       pick(1, 4), pick(0, 3) == 0 ? "A100" : "T4"});
-    }
-    std::vector<TracePod> pods;
-    for (int p = pick(4, 24); p > 0; --p) {
-      const std::vector<std::string> models =
-          pick(0, 4) == 0 ? std::vector<std::string>{"A100"} : std::vector<std::string>{};
-      const std::int64_t cpu = 1000LL * pick(0, 8);
-      if (pick(0, 6) == 0) {
-        pods.push_back(pod(0, 0, cpu));  // no GPU: never placed by the repair
-      } else if (pick(0, 3) == 0) {
-        pods.push_back(pod(pick(1, 3), 1000, cpu, models));
-      } else {
-        pods.push_back(pod(1, 10 * pick(1, 99), cpu, models));
-      }
-      pods.back().memory_mib = 1024LL * pick(0, 4);
-    }
+    const std::vector<TraceNode> nodes = random.nodes();
+    const std::vector<TracePod> pods = random.pods();
     const Instance i = instance(nodes, pods);
-    const Packing start = random_packing(i, rng);
+    const Packing start = random_packing(i, random.rng());
     REQUIRE(infeasible(i, start).empty());
     RepairStats stats;
     const Packing repaired = repair_packing(i.nodes, i.w, i.in, start, &stats);
@@ -153,43 +140,40 @@ TEST_CASE("the repair never makes a packing infeasible or worse", "[bench][limit
 TEST_CASE("the repair moves pods out of the way", "[bench][limit][repair]") {
   SECTION("a share takes a GPU whose small share moves to the other GPU") {
     // 300 on g0 and 700 on g1 leave 700 and 300: the 800 fits only once the 300 joins the 700.
-    const Instance i = instance({{"n0", 64000, 1 << 20, 1, "T4"}, {"n1", 64000, 1 << 20, 1, "T4"}},
-                                {pod(1, 300, 1000), pod(1, 700, 1000), pod(1, 800, 1000)});
+    const Instance i =
+        instance({{"n0", 64000, 1 << 20, 1, "T4"}, {"n1", 64000, 1 << 20, 1, "T4"}},
+                 {limit_pod(1, 300, 1000), limit_pod(1, 700, 1000), limit_pod(1, 800, 1000)});
     const Packing start{{0, 1, -1}, {{0}, {0}, {}}};
-    REQUIRE(infeasible(i, start).empty());
-    const Packing repaired = repair_packing(i.nodes, i.w, i.in, start);
-    CHECK(infeasible(i, repaired).empty());
+    const Packing repaired = repaired_checked(i, start);
     CHECK(packed_milli(i.w, i.in, repaired) == 1800);
     CHECK(repaired.node == std::vector<int>{1, 1, 0});
   }
   SECTION("a CPU-heavy pod takes a node's CPU by a chain of two moves") {
     // n1 has an idle GPU but 8 cores left for the 10-core pod; X (4 cores) leaves n1 for n0,
     // whose only GPU Y (1 core) gives up for n1's last GPU.
-    const Instance i = instance({{"n0", 4000, 1 << 20, 1, "T4"}, {"n1", 12000, 1 << 20, 2, "T4"}},
-                                {pod(1, 1000, 4000), pod(1, 1000, 1000), pod(1, 1000, 10000)});
+    const Instance i =
+        instance({{"n0", 4000, 1 << 20, 1, "T4"}, {"n1", 12000, 1 << 20, 2, "T4"}},
+                 {limit_pod(1, 1000, 4000), limit_pod(1, 1000, 1000), limit_pod(1, 1000, 10000)});
     const Packing start{{1, 0, -1}, {{0}, {0}, {}}};
-    REQUIRE(infeasible(i, start).empty());
-    const Packing repaired = repair_packing(i.nodes, i.w, i.in, start);
-    CHECK(infeasible(i, repaired).empty());
+    const Packing repaired = repaired_checked(i, start);
     CHECK(packed_milli(i.w, i.in, repaired) == 3000);
     CHECK(repaired.node == std::vector<int>{0, 1, 1});
   }
   SECTION("a pod without GPUs gives its CPU to a GPU pod, and is put back where it fits") {
     // n0's 8 cores: the CPU-only pod's 6 leave too few for the GPU pod's 4; n1 has 2 cores.
-    const Instance i = instance({{"n0", 8000, 1 << 20, 1, "T4"}, {"n1", 2000, 1 << 20, 1, "T4"}},
-                                {pod(0, 0, 6000), pod(1, 1000, 4000), pod(0, 0, 2000)});
+    const Instance i =
+        instance({{"n0", 8000, 1 << 20, 1, "T4"}, {"n1", 2000, 1 << 20, 1, "T4"}},
+                 {limit_pod(0, 0, 6000), limit_pod(1, 1000, 4000), limit_pod(0, 0, 2000)});
     const Packing start{{0, -1, -1}, {{}, {}, {}}};
-    REQUIRE(infeasible(i, start).empty());
-    const Packing repaired = repair_packing(i.nodes, i.w, i.in, start);
-    CHECK(infeasible(i, repaired) == "");
+    const Packing repaired = repaired_checked(i, start);
     CHECK(packed_milli(i.w, i.in, repaired) == 1000);
     CHECK(repaired.node == std::vector<int>{-1, 0, 1});  // the 2-core pod fits n1 exactly
   }
   SECTION("nothing fits better: the packing is kept as it is") {
-    const Instance i =
-        instance({{"n0", 64000, 1 << 20, 1, "T4"}}, {pod(1, 600, 1000), pod(1, 600, 1000)});
+    const Instance i = instance({{"n0", 64000, 1 << 20, 1, "T4"}},
+                                {limit_pod(1, 600, 1000), limit_pod(1, 600, 1000)});
     const Packing start{{0, -1}, {{0}, {}}};
-    const Packing repaired = repair_packing(i.nodes, i.w, i.in, start);
+    const Packing repaired = repaired_checked(i, start);
     CHECK(repaired.node == start.node);
     CHECK(repaired.gpus == start.gpus);
   }
