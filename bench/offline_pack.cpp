@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -12,6 +13,7 @@
 #include "gapless/placement/fit.h"
 #include "gapless/placement/strategy.h"
 #include "lp_plan.h"
+#include "offline_repair.h"
 #include "placer.h"
 #include "trace.h"
 
@@ -125,6 +127,25 @@ std::string check(const model::Cluster& c, const Workload& w, const std::vector<
   return "";
 }
 
+// The allocations of `c` as a Packing of in.pods; pod_of(uid) names each allocation's pod.
+Packing packing_of(const model::Cluster& c, const std::vector<model::Node>& nodes,
+                   const LimitInstance& in, const std::function<int(const std::string&)>& pod_of) {
+  std::map<std::string, int> index;
+  for (std::size_t n = 0; n < nodes.size(); ++n) index[nodes[n].name] = static_cast<int>(n);
+  std::map<int, std::vector<std::size_t>> free_slots;  // pod -> its slots not yet filled
+  for (std::size_t i = in.pods.size(); i-- > 0;) free_slots[in.pods[i]].push_back(i);
+  Packing p{std::vector<int>(in.pods.size(), -1), std::vector<std::vector<int>>(in.pods.size())};
+  for (const model::Allocation* a : c.allocations()) {
+    auto slots = free_slots.find(pod_of(a->pod_uid));
+    if (slots == free_slots.end() || slots->second.empty()) continue;
+    const std::size_t slot = slots->second.back();
+    slots->second.pop_back();
+    p.node[slot] = index.at(a->node);
+    for (const model::GpuGrant& g : a->gpus) p.gpus[slot].push_back(g.index);
+  }
+  return p;
+}
+
 // Commits pods one at a time, each only where the engine's filter passes it.
 class Packer {
  public:
@@ -168,6 +189,11 @@ class Packer {
   int placed(int pod) const {
     auto it = placed_.find(pod);
     return it == placed_.end() ? 0 : it->second;
+  }
+  // Where each arrived pod of `in` is (slots of in.pods; a pod arriving twice fills two).
+  Packing packing(const std::vector<model::Node>& nodes, const LimitInstance& in) const {
+    return packing_of(cluster_, nodes, in,
+                      [&](const std::string& uid) { return uid_pod_[std::stoul(uid)]; });
   }
   OfflinePacking finish() {
     if (out.error.empty()) out.error = check(cluster_, w_, uid_pod_, out.allocated_milli);
@@ -221,9 +247,9 @@ std::vector<int> lp_first(const LimitInstance& in, const LpBound& lp) {
 }
 
 // The engine's own online placement (the gapless strategy, scoring against the trace's typical
-// pods) with the pods submitted in lp_first order, checked like the plan's.
-OfflinePacking engine_lp_first(const std::vector<model::Node>& nodes, const Workload& w,
-                               const LimitInstance& in, const LpBound& lp) {
+// pods) with the pods submitted in lp_first order.
+Packing engine_lp_first(const std::vector<model::Node>& nodes, const Workload& w,
+                        const LimitInstance& in, const LpBound& lp) {
   PolicySetup setup;
   setup.label = setup.profile.name = "gapless";
   const placement::Strategy* gapless = placement::find_strategy("gapless");
@@ -235,19 +261,34 @@ OfflinePacking engine_lp_first(const std::vector<model::Node>& nodes, const Work
   std::vector<int> priority(nodes.size());
   std::iota(priority.begin(), priority.end(), 0);
   Placer placer(nodes, w, setup, priority, 1, /*track_oracle=*/false);
-  OfflinePacking out;
   const std::vector<int> order = lp_first(in, lp);
   for (std::size_t i = 0; i < order.size(); ++i) {
     const std::string uid = std::to_string(i);
     placer.observe(order[i], uid);
     std::int64_t granted = 0;
-    const bool placed = placer.place(order[i], uid, &granted) < placer.node_count();
-    out.allocated_milli += placed ? granted : 0;
-    ++(placed ? out.placed : out.dropped);
+    placer.place(order[i], uid, &granted);
   }
-  placer.read(
-      [&](const model::Cluster& c) { out.error = check(c, w, order, out.allocated_milli); });
-  if (!out.error.empty()) out.allocated_milli = 0;
+  Packing p;
+  placer.read([&](const model::Cluster& c) {
+    p = packing_of(c, nodes, in, [&](const std::string& uid) { return order[std::stoul(uid)]; });
+  });
+  return p;
+}
+
+// The packing committed pod by pod to a fresh model::Cluster through the engine's filter, then
+// checked (offline_pack.h): the one place any packing becomes a result.
+OfflinePacking commit_packing(const std::vector<model::Node>& nodes, const Workload& w,
+                              const LimitInstance& in, const Packing& p, std::string method) {
+  Packer packer(nodes, w);
+  for (std::size_t i = 0; i < p.node.size() && i < in.pods.size(); ++i) {
+    if (p.node[i] < 0) continue;
+    if (!packer.commit_planned({in.pods[i], static_cast<std::size_t>(p.node[i]), p.gpus[i]},
+                               nodes[p.node[i]].name) &&
+        packer.out.error.empty())
+      packer.out.error = "offline packing: pod " + std::to_string(in.pods[i]) + " refused";
+  }
+  OfflinePacking out = packer.finish();
+  out.method = std::move(method);
   return out;
 }
 
@@ -281,8 +322,8 @@ std::vector<int> not_placed(const Packer& packer, const std::vector<int>& pods) 
 // The plan from the LP's optimum; then, a few times, the same for the pods left out on the
 // idle GPUs left (an LP of its own: rounding loses less of a smaller problem); then best fit
 // decreasing for every pod still out.
-OfflinePacking plan_then_fill(const std::vector<model::Node>& nodes, const Workload& w,
-                              const LimitInstance& in, const LpBound& lp) {
+Packing plan_then_fill(const std::vector<model::Node>& nodes, const Workload& w,
+                       const LimitInstance& in, const LpBound& lp) {
   Packer packer(nodes, w);
   commit_plan(packer, nodes, w, in, lp);
   std::vector<int> left = not_placed(packer, in.pods);
@@ -295,20 +336,28 @@ OfflinePacking plan_then_fill(const std::vector<model::Node>& nodes, const Workl
     if (left.size() == before) break;
   }
   for (int pod : packing_order(w, left)) packer.best_fit_or_drop(pod);
-  return packer.finish();
+  return packer.packing(nodes, in);
 }
 
 }  // namespace
 
 OfflinePacking offline_pack(const std::vector<model::Node>& nodes, const Workload& w,
                             const LimitInstance& in, const LpBound& lp) {
-  OfflinePacking planned = plan_then_fill(nodes, w, in, lp);
-  planned.method = "lp-plan";
-  OfflinePacking engine = engine_lp_first(nodes, w, in, lp);
-  engine.method = "engine-lp-first";
-  if (!planned.error.empty()) return engine.error.empty() ? engine : planned;
-  return engine.error.empty() && engine.allocated_milli > planned.allocated_milli ? engine
-                                                                                  : planned;
+  const std::pair<const char*, Packing> starts[] = {
+      {"lp-plan", plan_then_fill(nodes, w, in, lp)},
+      {"engine-lp-first", engine_lp_first(nodes, w, in, lp)}};
+  std::optional<OfflinePacking> best, failed;
+  for (const auto& [method, start] : starts) {
+    // The repaired packing, and the start itself should the repair's fail its checks.
+    for (const Packing& p : {repair_packing(nodes, w, in, start), start}) {
+      OfflinePacking o = commit_packing(nodes, w, in, p, method);
+      const bool checked = o.error.empty();
+      if (!checked && !failed) failed = std::move(o);
+      if (checked && (!best || o.allocated_milli > best->allocated_milli)) best = std::move(o);
+      if (checked) break;
+    }
+  }
+  return best ? *best : *failed;
 }
 
 }  // namespace gapless::bench

@@ -1,13 +1,16 @@
 // The limit's offline packing (bench/README.md, "The limit"): an achievable placement of the pods
-// that have arrived at 100 %, made knowing all of them in advance; the better of two:
+// that have arrived at 100 %, made knowing all of them in advance; the best of two starts, each
+// then repaired by a local search (offline_repair.h):
 // - lp-plan: the plan the LP's optimum suggests (lp_plan.h), then every pod it left out, largest
 //   GPU ask first, on the fitting node where it leaves the least room (best fit decreasing).
 //   Each pod passes placement::quick_fit on its node and is committed to a model::Cluster,
 //   which refuses any over-commitment.
 // - engine-lp-first: the engine's gapless strategy placing online (bench/placer.h), the pods
 //   the LP's optimum places submitted first, the others after.
-// Either is checked again at the end: the GPU milli the nodes hold equal the allocations' sum,
-// and every pod sits on a GPU model it allows.
+// Every packing, repaired or not, becomes a result only by being committed pod by pod to a fresh
+// model::Cluster through quick_fit and checked again at the end: the GPU milli the nodes hold
+// equal the allocations' sum, and every pod sits on a GPU model it allows. A repaired packing
+// that failed this would give way to its start.
 #pragma once
 
 #include <cstdint>

@@ -11,19 +11,16 @@
 #include "limit_report.h"
 #include "lp_bound.h"
 #include "offline_pack.h"
+#include "random_limit.h"
 #include "replay.h"
 #include "sweep.h"
 
 using namespace gapless;
 using namespace gapless::bench;
 using gapless::bench::testing::kFixtures;
+using gapless::bench::testing::limit_pod;
 
 namespace {
-
-TracePod pod(int gpus, int milli, std::int64_t cpu = 1000, std::vector<std::string> models = {}) {
-  static int n = 0;
-  return {"p" + std::to_string(1000 + n++), cpu, 1024, gpus, milli, std::move(models)};
-}
 
 std::vector<model::Node> cluster(const std::vector<TraceNode>& trace_nodes) {
   std::vector<model::Node> nodes;
@@ -127,32 +124,34 @@ Solved solve_all(const std::vector<TraceNode>& trace_nodes, const std::vector<Tr
 TEST_CASE("the bound packs shares per GPU exactly", "[bench][limit]") {
   const std::vector<TraceNode> one_node = {{"n0", 64000, 1 << 20, 2, "T4"}};
   SECTION("three 600-milli shares: only two GPUs' worth fit, one each") {
-    const Solved s = solve_all(one_node, {pod(1, 600), pod(1, 600), pod(1, 600)});
+    const Solved s = solve_all(one_node, {limit_pod(1, 600), limit_pod(1, 600), limit_pod(1, 600)});
     CHECK(s.optimum == 1200);
     CHECK(s.lp.allocated_milli == Approx(1200));
     CHECK(s.offline.allocated_milli == 1200);
   }
   SECTION("600 + 400 twice fills both GPUs") {
-    const Solved s = solve_all(one_node, {pod(1, 600), pod(1, 600), pod(1, 400), pod(1, 400)});
+    const Solved s = solve_all(
+        one_node, {limit_pod(1, 600), limit_pod(1, 600), limit_pod(1, 400), limit_pod(1, 400)});
     CHECK(s.optimum == 2000);
     CHECK(s.lp.allocated_milli == Approx(2000));
     CHECK(s.offline.allocated_milli == 2000);
   }
   SECTION("sizes off the 10-milli grid: three 333s on one GPU") {
-    const Solved s =
-        solve_all({{"n0", 64000, 1 << 20, 1, "T4"}}, {pod(1, 333), pod(1, 333), pod(1, 333)});
+    const Solved s = solve_all({{"n0", 64000, 1 << 20, 1, "T4"}},
+                               {limit_pod(1, 333), limit_pod(1, 333), limit_pod(1, 333)});
     CHECK(s.optimum == 999);
     CHECK(s.lp.allocated_milli == Approx(999));
   }
   SECTION("a share and whole GPUs compete for the GPUs") {
-    const Solved s = solve_all(one_node, {pod(2, 1000), pod(1, 300)});
+    const Solved s = solve_all(one_node, {limit_pod(2, 1000), limit_pod(1, 300)});
     CHECK(s.optimum == 2000);
     CHECK(s.lp.allocated_milli == Approx(2000));
   }
   SECTION("models, GPU count and CPU rule nodes out") {
     const std::vector<TraceNode> small = {{"n0", 4000, 1 << 20, 1, "T4"}};
-    const Solved s = solve_all(small, {pod(1, 500, 1000, {"A100"}), pod(2, 1000),
-                                       pod(1, 1000, 8000), pod(1, 200, 1000, {"T4", "A100"})});
+    const Solved s =
+        solve_all(small, {limit_pod(1, 500, 1000, {"A100"}), limit_pod(2, 1000),
+                          limit_pod(1, 1000, 8000), limit_pod(1, 200, 1000, {"T4", "A100"})});
     CHECK(s.optimum == 200);
     CHECK(s.lp.allocated_milli == Approx(200));
   }
@@ -162,27 +161,11 @@ TEST_CASE(
     "on random small instances the bound is never below the optimum, and the offline "
     "packing never above it",
     "[bench][limit]") {
-  std::mt19937 rng(7);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  testing::RandomLimit random(7, {});
   int exact = 0;
   for (int round = 0; round < 60; ++round) {
-    std::vector<TraceNode> nodes;
-    for (int n = pick(1, 3); n > 0; --n) {
-      nodes.push_back({"n" + std::to_string(n), 4000LL * pick(1, 4), 4096LL * pick(1, 3),
-                       pick(1, 2), pick(0, 3) == 0 ? "A100" : "T4"});
-    }
-    std::vector<TracePod> pods;
-    for (int p = pick(3, 6); p > 0; --p) {
-      const std::vector<std::string> models =
-          pick(0, 4) == 0 ? std::vector<std::string>{"A100"} : std::vector<std::string>{};
-      const std::int64_t cpu = 1000LL * pick(0, 8);
-      if (pick(0, 3) == 0) {
-        pods.push_back(pod(pick(1, 2), 1000, cpu, models));
-      } else {
-        pods.push_back(pod(1, 100 * pick(1, 9), cpu, models));
-      }
-      pods.back().memory_mib = 1024LL * pick(0, 4);
-    }
+    const std::vector<TraceNode> nodes = random.nodes();
+    const std::vector<TracePod> pods = random.pods();
     const Solved s = solve_all(nodes, pods);
     INFO("round " << round << ": optimum " << s.optimum << ", LP " << s.lp.allocated_milli
                   << ", offline " << s.offline.allocated_milli);
@@ -237,7 +220,7 @@ TEST_CASE("the limit of empty or odd input is computed without a crash", "[bench
     CHECK(l.offline_pct == Approx(100));
   }
   SECTION("CPU-only pods and indices out of range") {
-    const Workload w = prepare_workload("t", {pod(0, 0, 2000), pod(1, 0, 1000)});
+    const Workload w = prepare_workload("t", {limit_pod(0, 0, 2000), limit_pod(1, 0, 1000)});
     Arrivals a;
     a.order = {-1, 0, 7, 1, 1};
     const Limit l = compute_limit(nodes, w, a);
@@ -246,7 +229,7 @@ TEST_CASE("the limit of empty or odd input is computed without a crash", "[bench
   }
   SECTION("nodes without GPUs") {
     const std::vector<model::Node> cpu_nodes = cluster({{"c0", 8000, 8192, 0, ""}});
-    const Workload w = prepare_workload("t", {pod(1, 500)});
+    const Workload w = prepare_workload("t", {limit_pod(1, 500)});
     Arrivals a;
     a.order = {0};
     const Limit l = compute_limit(cpu_nodes, w, a);
