@@ -231,6 +231,7 @@ Door::Door(RouteTable& routes, DoorOptions options)
     } else {
       core_->tls.emplace(ctx);  // owns it from here
       setup_ = setup_tls(*ctx, options_);
+      if (setup_) core_->handshakes.emplace(1);
     }
   }
 }
@@ -247,7 +248,8 @@ Status Door::reload_tls() {
   DoorOptions pair_only = options_;
   pair_only.client_ca_file.clear();
   if (Status s = setup_tls(*scratch, pair_only); !s) return s;
-  // Handed over on the loop, the only thread that makes connections from the live context.
+  // Handed over on the loop, the only thread that makes connections from the live context (the
+  // handshake thread works on each connection's own copy of the pair, SSL_new's).
   asio::post(core_->io, [core = core_.get(), scratch] {
     SSL_CTX* live = core->tls->native_handle();
     STACK_OF(X509)* chain = nullptr;
@@ -257,6 +259,10 @@ Status Door::reload_tls() {
     SSL_CTX_use_PrivateKey(live, SSL_CTX_get0_privatekey(scratch.get()));
   });
   return Status::Ok();
+}
+
+ssl_ctx_st* Door::tls_context() {
+  return core_->tls ? core_->tls->native_handle() : nullptr;
 }
 
 std::size_t Door::queued_connections() const {
