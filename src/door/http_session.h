@@ -147,6 +147,10 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   void start_handshake() {
     phase_ = Phase::kHandshake;
     arm(Clock::now() + core_.options.request_timeout);  // from the accept
+    // The loop may not run out of work while the handshake thread still has this stream: the
+    // thread's next step may start a read on the loop's reactor (and at stop, a loop that
+    // returned would leave that read to be destroyed after the handshake thread).
+    handshake_work_.emplace(core_.io.get_executor());
     auto& thread = *core_.handshakes;
     boost::asio::post(thread, [self = this->shared_from_this(), &thread] {
       self->stream_.async_handshake(
@@ -167,6 +171,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   }
 
   void on_handshake(boost::beast::error_code ec) {
+    handshake_work_.reset();
     if (phase_ == Phase::kClosed) {  // stopped meanwhile
       boost::beast::error_code ignored;
       socket().close(ignored);
@@ -545,6 +550,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   Clock::time_point deadline_;
   bool expired_ = false;  // the pending operation was cancelled by the deadline
   bool handed_to_loop_ = false;  // on the handshake thread: the handshake is over (TLS)
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>
+      handshake_work_;  // on the loop: from start_handshake to on_handshake
   Phase phase_ = Phase::kIdle;
   boost::beast::flat_buffer buffer_;  // at most a head (--max-header-bytes) and one read
   std::optional<session_detail::http::request_parser<session_detail::http::string_body>> parser_;
