@@ -14,16 +14,15 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <csignal>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gapless/door/door.h"
 #include "gapless/door/probe_routes.h"
+#include "gate.h"
 #include "raw_connection.h"
 #include "tls_support.h"
 
@@ -115,44 +114,17 @@ class TlsRaw {
   bool connected_ = false;
 };
 
-// While closed, holds every TLS handshake that reaches the server's ClientHello callback (the
-// server's part of the handshake, where its signature is computed) until opened again.
-class HandshakeGate {
- public:
-  void install(SSL_CTX* ctx) { SSL_CTX_set_client_hello_cb(ctx, &HandshakeGate::on_hello, this); }
-  void close() {
-    std::lock_guard lock(mu_);
-    closed_ = true;
-  }
-  void open() {
-    {
-      std::lock_guard lock(mu_);
-      closed_ = false;
-    }
-    cv_.notify_all();
-  }
-  // Whether a handshake is being held (waits for one up to the test's read bound).
-  bool wait_held() {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(kReadBound), [&] { return held_ > 0; });
-  }
-
- private:
+// Once armed, holds every TLS handshake that reaches the server's ClientHello callback (the
+// server's part of the handshake, where its signature is computed) at `gate` until it opens.
+struct HandshakeHold {
+  void install(SSL_CTX* ctx) { SSL_CTX_set_client_hello_cb(ctx, &HandshakeHold::on_hello, this); }
   static int on_hello(SSL*, int*, void* arg) {
-    auto& gate = *static_cast<HandshakeGate*>(arg);
-    std::unique_lock lock(gate.mu_);
-    if (gate.closed_) {
-      ++gate.held_;
-      gate.cv_.notify_all();
-      gate.cv_.wait(lock, [&] { return !gate.closed_; });
-    }
+    auto& hold = *static_cast<HandshakeHold*>(arg);
+    if (hold.armed) hold.gate.pass();
     return SSL_CLIENT_HELLO_SUCCESS;
   }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool closed_ = false;
-  int held_ = 0;
+  std::atomic<bool> armed{false};
+  Gate gate;
 };
 
 // An HTTPS door with the probe routes (/healthz on the loop, /version on a worker), a gate on
@@ -161,7 +133,7 @@ struct GatedDoor {
   explicit GatedDoor(const Pki& pki)
       : routes("gapless-test", [] { return std::string(); }), door(routes, options(pki)) {}
   ~GatedDoor() {
-    gate.open();
+    hold.gate.open();
     if (client.joinable()) client.join();
     door.stop();
     if (loop.joinable()) loop.join();
@@ -179,7 +151,7 @@ struct GatedDoor {
 
   door::ProbeRoutes routes;
   door::Door door;
-  HandshakeGate gate;
+  HandshakeHold hold;
   std::thread loop;
   std::thread client;
 };
@@ -328,7 +300,7 @@ TEST_CASE("HTTPS: a handshake being computed holds neither probes nor requests",
   GatedDoor d(*pki);
   auto port = d.door.bind("127.0.0.1", 0);
   REQUIRE(port);
-  d.gate.install(d.door.tls_context());
+  d.hold.install(d.door.tls_context());
   d.loop = std::thread([&] { d.door.run(); });
   TlsRaw kept(*port);  // handshaked before, as kube-scheduler keeps its connections
   REQUIRE(kept.connected());
@@ -337,7 +309,7 @@ TEST_CASE("HTTPS: a handshake being computed holds neither probes nor requests",
   REQUIRE(kept.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
   REQUIRE(kept.read_until("ok\n").find("ok\n") != std::string::npos);
 
-  d.gate.close();
+  d.hold.armed = true;
   std::atomic<bool> held_served{false};
   d.client = std::thread([&] {
     TlsRaw late(*port);
@@ -345,7 +317,8 @@ TEST_CASE("HTTPS: a handshake being computed holds neither probes nor requests",
                   late.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") &&
                   late.read_all().find("ok\n") != std::string::npos;
   });
-  REQUIRE(d.gate.wait_held());  // the server is inside that client's handshake, and stays there
+  // The server is inside that client's handshake, and stays there.
+  REQUIRE(eventually([&] { return d.hold.gate.entered() == 1; }));
 
   // Answered while it is held: before, the handshake ran on the loop, which held everything.
   REQUIRE(
@@ -357,7 +330,7 @@ TEST_CASE("HTTPS: a handshake being computed holds neither probes nor requests",
   CHECK(answers.find("gapless-test") != std::string::npos);
   CHECK_FALSE(held_served);
 
-  d.gate.open();  // the held handshake finishes, and its request is served
+  d.hold.gate.open();  // the held handshake finishes, and its request is served
   d.client.join();
   CHECK(held_served);
 }
