@@ -2,7 +2,9 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <array>
 #include <boost/asio/ip/tcp.hpp>
@@ -90,6 +92,15 @@ Status setup_tls(SSL_CTX& ctx, const DoorOptions& o) {
   SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
   ERR_clear_error();
   return Status::Ok();
+}
+
+// The handshake thread (ServerCore::handshakes) runs at a lower priority (nice +10) than the
+// loop, the workers and the probe listener: when a flood of handshakes and the requests compete
+// for the cores, the requests and probes go first; a handshake only waits longer.
+void start_handshake_thread(ServerCore& core) {
+  constexpr int kHandshakeNice = 10;
+  asio::post(core.handshakes.emplace(1),
+             [] { (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kHandshakeNice); });
 }
 
 Status check_options(const DoorOptions& o) {
@@ -231,6 +242,7 @@ Door::Door(RouteTable& routes, DoorOptions options)
     } else {
       core_->tls.emplace(ctx);  // owns it from here
       setup_ = setup_tls(*ctx, options_);
+      if (setup_) start_handshake_thread(*core_);
     }
   }
 }
@@ -247,7 +259,8 @@ Status Door::reload_tls() {
   DoorOptions pair_only = options_;
   pair_only.client_ca_file.clear();
   if (Status s = setup_tls(*scratch, pair_only); !s) return s;
-  // Handed over on the loop, the only thread that makes connections from the live context.
+  // Handed over on the loop, the only thread that makes connections from the live context (the
+  // handshake thread works on each connection's own copy of the pair, SSL_new's).
   asio::post(core_->io, [core = core_.get(), scratch] {
     SSL_CTX* live = core->tls->native_handle();
     STACK_OF(X509)* chain = nullptr;
@@ -257,6 +270,10 @@ Status Door::reload_tls() {
     SSL_CTX_use_PrivateKey(live, SSL_CTX_get0_privatekey(scratch.get()));
   });
   return Status::Ok();
+}
+
+ssl_ctx_st* Door::tls_context() {
+  return core_->tls ? core_->tls->native_handle() : nullptr;
 }
 
 std::size_t Door::queued_connections() const {

@@ -1,5 +1,6 @@
 // One connection of a door (door.h), plain (Stream = tcp::socket) or TLS
-// (ssl::stream<tcp::socket>), driven by the event loop alone: handshake, reading each request
+// (ssl::stream<tcp::socket>), driven by the event loop alone (but for the TLS handshake's
+// computing, on the handshake thread: start_handshake): handshake, reading each request
 // with Beast's parser (and head_rules.h), "100 Continue", handing the complete request to a
 // worker, and writing the answer the route hands back. Every step has a deadline (one timer):
 //   handshake  --request-timeout from the accept
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -82,17 +84,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   void start() {
     core_.add(this, this->weak_from_this());
     if constexpr (kTls) {
-      phase_ = Phase::kHandshake;
-      arm(Clock::now() + core_.options.request_timeout);
-      stream_.async_handshake(
-          boost::asio::ssl::stream_base::server,
-          [self = this->shared_from_this()](boost::beast::error_code ec) {
-            if (self->phase_ == Phase::kClosed) return;  // stopped
-            if (!ec) return self->next_request();
-            self->core_.count_cut(self->expired_ ? "request_timeout" : "tls_handshake");
-            // Not a reset: the client may have sent its request already; it reads an end of stream.
-            self->drain_and_close();
-          });
+      start_handshake();
     } else {
       next_request();
     }
@@ -128,6 +120,14 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   void on_deadline() {
     if (phase_ == Phase::kClosed || Clock::now() < deadline_) return;  // re-armed meanwhile
     expired_ = true;
+    if constexpr (kTls) {
+      if (phase_ == Phase::kHandshake) {
+        return while_handshaking([](Session& s) {
+          boost::beast::error_code ignored;
+          s.socket().cancel(ignored);  // the handshake ends with an error: on_handshake
+        });
+      }
+    }
     if (phase_ == Phase::kAwaiting) {
       ++seq_;  // the late answer is dropped
       return write(core_.routes.refusal(route_, 504,
@@ -137,6 +137,50 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     }
     boost::beast::error_code ignored;
     socket().cancel(ignored);  // the pending read or write ends with an error: on_expired
+  }
+
+  // TLS: the handshake's steps (OpenSSL's work on what the client sent: the signature) run on
+  // the handshake thread (ServerCore::handshakes), its socket reads and writes on the loop, which
+  // does nothing else with the stream until on_handshake: what the loop must do to it meanwhile
+  // (cancel at the deadline, close at stop) goes through while_handshaking. A handshake flood
+  // then delays other handshakes, never the loop's requests and probes.
+  void start_handshake() {
+    phase_ = Phase::kHandshake;
+    arm(Clock::now() + core_.options.request_timeout);  // from the accept
+    // The loop may not run out of work while the handshake thread still has this stream: the
+    // thread's next step may start a read on the loop's reactor (and at stop, a loop that
+    // returned would leave that read to be destroyed after the handshake thread).
+    handshake_work_.emplace(core_.io.get_executor());
+    auto& thread = *core_.handshakes;
+    boost::asio::post(thread, [self = this->shared_from_this(), &thread] {
+      self->stream_.async_handshake(
+          boost::asio::ssl::stream_base::server,
+          boost::asio::bind_executor(thread, [self](boost::beast::error_code ec) {
+            self->handed_to_loop_ = true;  // before the loop may touch the stream again
+            boost::asio::post(self->core_.io, [self, ec] { self->on_handshake(ec); });
+          }));
+    });
+  }
+
+  // Runs `step` on the handshake thread, unless the handshake has already handed the stream
+  // back to the loop.
+  void while_handshaking(void (*step)(Session&)) {
+    boost::asio::post(*core_.handshakes, [self = this->shared_from_this(), step] {
+      if (!self->handed_to_loop_) step(*self);
+    });
+  }
+
+  void on_handshake(boost::beast::error_code ec) {
+    handshake_work_.reset();
+    if (phase_ == Phase::kClosed) {  // stopped meanwhile
+      boost::beast::error_code ignored;
+      socket().close(ignored);
+      return;
+    }
+    if (!ec) return next_request();
+    core_.count_cut(expired_ ? "request_timeout" : "tls_handshake");
+    // Not a reset: the client may have sent its request already; it reads an end of stream.
+    drain_and_close();
   }
 
   // A read or write ended because its deadline passed.
@@ -483,8 +527,17 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   void close() {
     release_body();
     if (phase_ == Phase::kClosed) return;
+    const bool handshaking = phase_ == Phase::kHandshake;
     phase_ = Phase::kClosed;
     timer_.cancel();
+    if constexpr (kTls) {
+      if (handshaking) {
+        return while_handshaking([](Session& s) {
+          boost::beast::error_code ignored;
+          s.socket().close(ignored);
+        });
+      }
+    }
     boost::beast::error_code ignored;
     socket().close(ignored);
   }
@@ -496,6 +549,9 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   boost::asio::steady_timer timer_;
   Clock::time_point deadline_;
   bool expired_ = false;  // the pending operation was cancelled by the deadline
+  bool handed_to_loop_ = false;  // on the handshake thread: the handshake is over (TLS)
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>
+      handshake_work_;  // on the loop: from start_handshake to on_handshake
   Phase phase_ = Phase::kIdle;
   boost::beast::flat_buffer buffer_;  // at most a head (--max-header-bytes) and one read
   std::optional<session_detail::http::request_parser<session_detail::http::string_body>> parser_;

@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -111,6 +112,13 @@ class ServerCore {
   WorkerPool probes;      // one reserved thread: /metrics never waits for the workers
   WorkerPool debug;       // one thread for /debug/* and /ui/*: the verbs never wait for them
   WorkerPool large;       // one thread for bodies over kLargeBodyBytes: the others never wait
+  // HTTPS: the thread TLS handshakes are computed on (http_session.h): the server's signature
+  // (RSA 2048: about a millisecond) is most of a connection's cost, and on the loop a flood of
+  // ~400 handshakes/s kept a kept-alive filter waiting (p99 15-26 ms). The loop still does the
+  // handshake's socket reads and writes; one thread, so a session's handshake steps and what
+  // the loop asks of them (cancel, close) run in order, and a flood takes at most one core.
+  // After io: destroyed (joined) first; handshakes it drops still find the loop's objects.
+  std::optional<boost::asio::thread_pool> handshakes;
   bool stopping = false;  // on the loop
 };
 

@@ -20,6 +20,9 @@
 #include <thread>
 #include <vector>
 
+#include "gapless/door/door.h"
+#include "gapless/door/probe_routes.h"
+#include "gate.h"
 #include "raw_connection.h"
 #include "tls_support.h"
 
@@ -85,6 +88,16 @@ class TlsRaw {
     return SSL_write(ssl_, bytes.data(), static_cast<int>(bytes.size())) ==
            static_cast<int>(bytes.size());
   }
+  // Reads until `end` has arrived (or the connection ends): one answer on a kept connection.
+  std::string read_until(const std::string& end) {
+    std::string out;
+    std::array<char, 4096> buf{};
+    int n = 0;
+    while (out.find(end) == std::string::npos &&
+           (n = SSL_read(ssl_, buf.data(), static_cast<int>(buf.size()))) > 0)
+      out.append(buf.data(), n);
+    return out;
+  }
   std::string read_all() {
     std::string out;
     std::array<char, 4096> buf{};
@@ -99,6 +112,48 @@ class TlsRaw {
   std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> ctx_;
   SSL* ssl_;
   bool connected_ = false;
+};
+
+// Once armed, holds every TLS handshake that reaches the server's ClientHello callback (the
+// server's part of the handshake, where its signature is computed) at `gate` until it opens.
+struct HandshakeHold {
+  void install(SSL_CTX* ctx) { SSL_CTX_set_client_hello_cb(ctx, &HandshakeHold::on_hello, this); }
+  static int on_hello(SSL*, int*, void* arg) {
+    auto& hold = *static_cast<HandshakeHold*>(arg);
+    if (hold.armed) hold.gate.pass();
+    return SSL_CLIENT_HELLO_SUCCESS;
+  }
+  std::atomic<bool> armed{false};
+  Gate gate;
+};
+
+// An HTTPS door with the probe routes (/healthz on the loop, /version on a worker), a gate on
+// its handshakes, and a client thread; torn down in the order that lets each part finish.
+struct GatedDoor {
+  explicit GatedDoor(const Pki& pki)
+      : routes("gapless-test", [] { return std::string(); }), door(routes, options(pki)) {}
+  ~GatedDoor() {
+    hold.gate.open();
+    if (client.joinable()) client.join();
+    door.stop();
+    if (loop.joinable()) loop.join();
+  }
+  GatedDoor(const GatedDoor&) = delete;
+  GatedDoor& operator=(const GatedDoor&) = delete;
+
+  static door::DoorOptions options(const Pki& pki) {
+    door::DoorOptions o;
+    o.tls_cert_file = pki.path("server.crt");
+    o.tls_key_file = pki.path("server.key");
+    o.workers = 1;
+    return o;
+  }
+
+  door::ProbeRoutes routes;
+  door::Door door;
+  HandshakeHold hold;
+  std::thread loop;
+  std::thread client;
 };
 
 const std::string kFilterBody = extender_args(gpu_pod("p", "uid-p", 1), {"h100-nvs-01"});
@@ -235,6 +290,49 @@ TEST_CASE("HTTPS: pipelined requests on one connection are answered in order",
   CHECK(third != std::string::npos);
   CHECK(first < second);
   CHECK(second < third);
+}
+
+TEST_CASE("HTTPS: a handshake being computed holds neither probes nor requests",
+          "[server][tls][door]") {
+  const Pki* pki = pki_or_skip();
+  if (pki == nullptr) return;
+  std::signal(SIGPIPE, SIG_IGN);
+  GatedDoor d(*pki);
+  auto port = d.door.bind("127.0.0.1", 0);
+  REQUIRE(port);
+  d.hold.install(d.door.tls_context());
+  d.loop = std::thread([&] { d.door.run(); });
+  TlsRaw kept(*port);  // handshaked before, as kube-scheduler keeps its connections
+  REQUIRE(kept.connected());
+  // Once answered, the server's side of its handshake is over too (TLS 1.3: the client's ends
+  // first, and its Finished could otherwise wait behind the held handshake).
+  REQUIRE(kept.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  REQUIRE(kept.read_until("ok\n").find("ok\n") != std::string::npos);
+
+  d.hold.armed = true;
+  std::atomic<bool> held_served{false};
+  d.client = std::thread([&] {
+    TlsRaw late(*port);
+    held_served = late.connected() &&
+                  late.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") &&
+                  late.read_all().find("ok\n") != std::string::npos;
+  });
+  // The server is inside that client's handshake, and stays there.
+  REQUIRE(eventually([&] { return d.hold.gate.entered() == 1; }));
+
+  // Answered while it is held: before, the handshake ran on the loop, which held everything.
+  REQUIRE(
+      kept.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                "GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  const std::string answers = kept.read_all();
+  INFO(answers);
+  CHECK(answers.find("ok\n") != std::string::npos);
+  CHECK(answers.find("gapless-test") != std::string::npos);
+  CHECK_FALSE(held_served);
+
+  d.hold.gate.open();  // the held handshake finishes, and its request is served
+  d.client.join();
+  CHECK(held_served);
 }
 
 }  // namespace gapless::test

@@ -2,7 +2,8 @@
 // StatusServer): one port, plain HTTP or HTTPS with an optional client-certificate check, and
 // the routes of a RouteTable (route_table.h) it borrows.
 //
-// One Boost.Asio event loop owns every socket: it accepts, runs TLS handshakes, reads each
+// One Boost.Asio event loop owns every socket: it accepts, runs TLS handshakes (their
+// signatures on a thread of their own, so a flood of handshakes never delays it), reads each
 // request with Boost.Beast's strict parser (plus the RFC 9112 checks of head_rules.h), decodes
 // chunked bodies, answers "Expect: 100-continue", and writes every answer, each step under a
 // deadline. A request reaches a worker only complete; the worker hands its answer back to the
@@ -22,6 +23,8 @@
 
 #include "gapless/door/route_table.h"
 #include "gapless/model/result.h"
+
+struct ssl_ctx_st;  // OpenSSL's SSL_CTX
 
 namespace gapless::door {
 
@@ -128,6 +131,9 @@ class Door {
   Status reload_tls();
 
   bool tls() const { return !options_.tls_cert_file.empty(); }
+  // HTTPS: the served OpenSSL context (null over plain HTTP), for what the door does not set
+  // itself; change it only before run(). Tests hold a handshake with a ClientHello callback.
+  ssl_ctx_st* tls_context();
   // The pool's state, for tests and diagnostics: requests waiting for a worker, and workers
   // answering one.
   std::size_t queued_connections() const;
