@@ -545,8 +545,9 @@ std::string Extender::bind_now(std::string_view body) {
   }
   // Whoever reaches the extender can send /filter: from here on the pod is the cluster's
   // (Kubernetes mode: the API server's, checked against the node; Binder::admit).
-  auto admitted = timed_phase(
-      metrics_, "admit", [&] { return binder_.admit(BindRequest{*ns, *name, *uid, *node, {}}, *pod); });
+  auto admitted = timed_phase(metrics_, "admit", [&] {
+    return binder_.admit(BindRequest{*ns, *name, *uid, *node, {}}, *pod);
+  });
   if (!admitted) {
     timer.fail();
     metrics_.count_bind("refused");
