@@ -122,5 +122,5 @@ run() {  # label: config file $label.yaml
 for r in "${runs[@]}"; do run "$r"; done
 if [ -n "$extender_started" ]; then
   curl -s 127.0.0.1:8899/metrics |
-    grep -E '^gapless_extender_request_duration_seconds_(sum|count)|^gapless_pairing_(waits|expired)_total'
+    grep -E '^gapless_extender_request_duration_seconds_(sum|count)|^gapless_bind_phase_seconds_(sum|count)|^gapless_pairing_(waits|expired)_total'
 fi

@@ -3,6 +3,7 @@
 #include "gapless/k8s/node_claims.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -214,39 +215,55 @@ void KubeNodeClaims::release(const model::Allocation& ours) {
 }
 
 // One claim waiting for its node's writer: the claim, its check, and (once written or refused)
-// the outcome. Lives on the claiming thread's stack while it waits.
+// the outcome. Lives on the claiming thread's stack while it waits; woken through its own
+// condition variable, so a finished write wakes only the threads it concerns.
 struct KubeNodeClaims::Waiter {
   Claim mine;
   const ClaimCheck& check;
   std::optional<Status> outcome;
+  bool writes = false;  // this thread writes the next batch for the node
+  std::condition_variable woken;
 };
 
 Status KubeNodeClaims::claim(const model::Allocation& ours, const ClaimCheck& check) {
   Waiter me{{ours.pod_uid, ours.pod_ns, ours.pod_name, options_.holder,
              encode_allocation_record(ours), 0},
             check,
-            std::nullopt};
+            std::nullopt,
+            false,
+            {}};
   std::unique_lock lock(writers_mu_);
-  writers_[ours.node].waiting.push_back(&me);
-  for (;;) {
+  NodeWriter& w = writers_[ours.node];
+  w.waiting.push_back(&me);
+  if (w.writing) {
+    me.woken.wait(lock, [&] { return me.outcome || me.writes; });
     if (me.outcome) return *me.outcome;
-    NodeWriter& w = writers_[ours.node];
-    if (!w.writing) break;
-    writers_cv_.wait(lock);
   }
   // This thread writes for every claim on the node that waits now, its own among them.
-  NodeWriter& w = writers_[ours.node];
-  w.writing = true;
+  NodeWriter& writer = writers_[ours.node];
+  writer.writing = true;
   std::vector<Waiter*> batch;
-  batch.swap(w.waiting);
+  batch.swap(writer.waiting);
   lock.unlock();
   std::vector<Status> outcomes = write_claims(ours.node, batch);
   lock.lock();
-  for (std::size_t i = 0; i < batch.size(); ++i) batch[i]->outcome = std::move(outcomes[i]);
   NodeWriter& after = writers_[ours.node];
-  after.writing = false;  // the next waiter, if any, writes the next batch
-  if (after.waiting.empty()) writers_.erase(ours.node);
-  writers_cv_.notify_all();
+  if (after.waiting.empty()) {
+    writers_.erase(ours.node);
+  } else {
+    // Hand the next write to the oldest waiting claim first: the node's next write starts
+    // before the threads of this batch are scheduled to answer their binds. (With one shared
+    // condition variable every waiting claim on every node woke for every write; on a busy
+    // machine the next writer then started tens of milliseconds late.)
+    after.waiting.front()->writes = true;
+    after.waiting.front()->woken.notify_one();
+  }
+  // Notified under the lock: a waiter returns (and its condition variable goes) only after
+  // taking the lock, so never while it is being notified.
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    batch[i]->outcome = std::move(outcomes[i]);
+    if (batch[i] != &me) batch[i]->woken.notify_one();
+  }
   return *me.outcome;
 }
 

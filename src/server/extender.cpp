@@ -43,6 +43,19 @@ class VerbTimer {
   bool ok_ = true;
 };
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// `work()`, its time recorded as bind phase `phase` (gapless_bind_phase_seconds).
+template <class Work>
+auto timed_phase(Metrics& m, const char* phase, Work&& work) {
+  const auto start = std::chrono::steady_clock::now();
+  auto result = work();
+  m.observe_bind_phase(phase, seconds_since(start));
+  return result;
+}
+
 std::string filter_error(const std::string& message) {
   return wire::dump(json{{"Nodes", nullptr},
                          {"NodeNames", nullptr},
@@ -333,7 +346,9 @@ Result<model::Allocation> Extender::reserve_claimed(const k8s::ParsedPod& pod,
   constexpr int kReplans = 2;
   std::vector<model::Allocation> beside;  // other replicas' claims that stood in the way
   for (int attempt = 0;; ++attempt) {
-    auto placed = scheduler_.reserve(pod.info, pod.request, profile, node, beside);
+    auto placed = timed_phase(metrics_, "reserve", [&] {
+      return scheduler_.reserve(pod.info, pod.request, profile, node, beside);
+    });
     if (!placed && attempt > 0) {
       return Error{"nothing fits beside other replicas' claims: " + placed.error()};
     }
@@ -341,11 +356,13 @@ Result<model::Allocation> Extender::reserve_claimed(const k8s::ParsedPod& pod,
       return placed;
     }
     std::vector<model::Allocation> others;
-    Status claimed = claims_->claim(*placed, [&](const std::vector<model::Allocation>& o) {
-      others = o;
-      Status fits = fits_beside(*placed, o);
-      *conflict = !fits.ok();
-      return fits;
+    Status claimed = timed_phase(metrics_, "claim", [&] {
+      return claims_->claim(*placed, [&](const std::vector<model::Allocation>& o) {
+        others = o;
+        Status fits = fits_beside(*placed, o);
+        *conflict = !fits.ok();
+        return fits;
+      });
     });
     if (claimed) return placed;
     scheduler_.unreserve(*placed);
@@ -432,7 +449,10 @@ class QueuedBind {
 void Extender::run_bind(std::string body, std::function<void(std::string answer)> done) {
   if (!bind_threads_) return done(bind_now(body));
   auto queued = std::make_shared<QueuedBind>(std::move(body), std::move(done));
-  std::function<void()> job = [this, queued] { queued->answer(bind_now(queued->body())); };
+  std::function<void()> job = [this, queued, submitted = std::chrono::steady_clock::now()] {
+    metrics_.observe_bind_phase("queue", seconds_since(submitted));
+    queued->answer(bind_now(queued->body()));
+  };
   if (bind_threads_->try_submit(job)) return;
   metrics_.count_bind("error");
   metrics_.observe_request("bind", false, 0);
@@ -525,7 +545,9 @@ std::string Extender::bind_now(std::string_view body) {
   }
   // Whoever reaches the extender can send /filter: from here on the pod is the cluster's
   // (Kubernetes mode: the API server's, checked against the node; Binder::admit).
-  auto admitted = binder_.admit(BindRequest{*ns, *name, *uid, *node, {}}, *pod);
+  auto admitted = timed_phase(metrics_, "admit", [&] {
+    return binder_.admit(BindRequest{*ns, *name, *uid, *node, {}}, *pod);
+  });
   if (!admitted) {
     timer.fail();
     metrics_.count_bind("refused");
@@ -568,7 +590,9 @@ std::string Extender::bind_now(std::string_view body) {
   }
   const bool claimed = claims_ != nullptr && reserved && holds_gpus;
   // The reservation holds the GPUs while the binder works, without blocking filters.
-  Status s = binder_.bind(BindRequest{*ns, *name, *uid, *node, std::move(annotations)});
+  Status s = timed_phase(metrics_, "binding", [&] {
+    return binder_.bind(BindRequest{*ns, *name, *uid, *node, std::move(annotations)});
+  });
   if (!s) {
     // Undo only our own reservation: while the binder worked, the informer may have replaced
     // it with what the API server says (the pod bound elsewhere, by a racing retry).

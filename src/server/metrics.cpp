@@ -33,6 +33,13 @@ Metrics::Metrics()
                  .Help("Bind calls by outcome (success, idempotent, error; conflict: another "
                        "replica claimed the GPUs first).")
                  .Register(*registry_)),
+      bind_phases_(prometheus::BuildHistogram()
+                       .Name("gapless_bind_phase_seconds")
+                       .Help("Time a bind spent in each part: queue (waiting for a bind thread), "
+                             "admit (the pod checked against its node), reserve (the model), "
+                             "claim (the node's claim object written), binding (the Binding "
+                             "posted).")
+                       .Register(*registry_)),
       reloads_(prometheus::BuildCounter()
                    .Name("gapless_policy_reloads_total")
                    .Help("Policy reloads by outcome; a failed reload keeps the old policy.")
@@ -123,6 +130,10 @@ void Metrics::count_rejection(const std::string& reason_label, double nodes) {
 
 void Metrics::count_bind(const std::string& outcome) {
   binds_.Add({{"outcome", outcome}}).Increment();
+}
+
+void Metrics::observe_bind_phase(const std::string& phase, double seconds) {
+  bind_phases_.Add({{"phase", phase}}, kLatencyBuckets).Observe(seconds);
 }
 
 void Metrics::count_policy_reload(bool ok) {

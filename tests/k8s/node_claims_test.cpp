@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <deque>
 #include <map>
 #include <set>
 #include <thread>
@@ -59,14 +61,21 @@ class Interleaving final : public k8s::ApiTransport {
   std::function<void()> before_put;
   std::map<std::string, int> calls;  // requests sent, by method
   test::Gate* hold_puts = nullptr;   // when set, every PUT waits there first
+  std::deque<test::Gate>* put_gates = nullptr;  // when set, the k-th PUT waits at the k-th gate
   Result<k8s::ApiResponse> call(const std::string& method, const std::string& path,
                                 const std::string& body, const std::string& type) override {
     if (method == "PUT" && before_put) std::exchange(before_put, nullptr)();
     if (method == "PUT" && hold_puts != nullptr) hold_puts->pass();
+    test::Gate* put_gate = nullptr;
     {
       std::lock_guard lock(mu_);
+      if (method == "PUT" && put_gates != nullptr &&
+          std::size_t(calls[method]) < put_gates->size()) {
+        put_gate = &(*put_gates)[calls[method]];
+      }
       ++calls[method];
     }
+    if (put_gate != nullptr) put_gate->pass();
     return inner_.call(method, path, body, type);
   }
   Result<int> watch(const std::string& path,
@@ -315,4 +324,58 @@ TEST_CASE("claims on one node made while its write is in flight go in the next w
   std::set<std::string> uids;
   for (const auto& c : stored(server, "n1")) uids.insert(c.uid);
   CHECK(uids == std::set<std::string>{"u1", "u3", "u8"});
+}
+
+TEST_CASE(
+    "a node's claims that arrive during each write go in the next one, until none wait; "
+    "other nodes' claims never wait for it",
+    "[k8s][claims]") {
+  test::FakeApiServer server;
+  k8s::ApiClient api(server.client_config());
+  Interleaving counted(api);
+  k8s::KubeNodeClaims a(counted, options("replica-a"));
+  const auto u0 = whole("u0", "n1", {0});
+  REQUIRE(a.claim(u0, disjoint_from(u0)).ok());  // n1's object exists: its writes are PUTs
+
+  std::deque<test::Gate> gates(2);  // the first two PUTs wait for their gate
+  counted.put_gates = &gates;
+  const std::vector<model::Allocation> ours = {whole("u1", "n1", {1}), whole("u2", "n1", {2}),
+                                               whole("u3", "n1", {3}), whole("u4", "n1", {4}),
+                                               whole("u5", "n1", {5}), whole("u9", "n2", {0})};
+  std::vector<Status> outcomes(ours.size(), Status::Ok());
+  std::atomic<int> done{0};
+  {
+    std::vector<std::jthread> claiming;
+    auto start = [&](std::size_t i) {
+      claiming.emplace_back([&, i] {
+        outcomes[i] = a.claim(ours[i], disjoint_from(ours[i]));
+        ++done;
+      });
+    };
+    test::OpenOnExit open_second{gates[1]};
+    test::OpenOnExit open_first{gates[0]};
+    start(0);
+    REQUIRE(test::eventually([&] { return gates[0].entered() == 1; }));  // u1's write is held
+    start(1);
+    start(2);
+    REQUIRE(test::eventually([&] { return a.waiting_claims("n1") == 2; }));  // u2, u3 wait
+    start(5);  // n2's first claim (a create) while n1's write is held
+    REQUIRE(test::eventually([&] { return done == 1; }));
+    CHECK(outcomes[5].ok());
+    gates[0].open();  // u1 done; u2 and u3 go in the second write, held in turn
+    REQUIRE(test::eventually([&] { return gates[1].entered() == 1; }));
+    REQUIRE(test::eventually([&] { return done == 2 && a.waiting_claims("n1") == 0; }));
+    start(3);
+    start(4);
+    REQUIRE(test::eventually([&] { return a.waiting_claims("n1") == 2; }));  // u4, u5 wait
+    gates[1].open();  // u2, u3 done; one of u4 and u5 writes the third for both
+    REQUIRE(test::eventually([&] { return done == 6; }));
+  }
+  for (const Status& s : outcomes) CHECK(s.ok());
+  CHECK(counted.calls["PUT"] == 3);
+  std::set<std::string> uids;
+  for (const auto& c : stored(server, "n1")) uids.insert(c.uid);
+  CHECK(uids == std::set<std::string>{"u0", "u1", "u2", "u3", "u4", "u5"});
+  REQUIRE(stored(server, "n2").size() == 1);
+  CHECK(stored(server, "n2")[0].uid == "u9");
 }

@@ -17,7 +17,6 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -128,11 +127,10 @@ class KubeNodeClaims final : public NodeClaims {
   std::unordered_map<std::string, Object> remembered_;  // by node
 
   struct NodeWriter {
-    bool writing = false;          // a thread is writing the node's object now
+    bool writing = false;          // a thread is writing the node's object, or is told to
     std::vector<Waiter*> waiting;  // claims for the next write
   };
-  mutable std::mutex writers_mu_;
-  std::condition_variable writers_cv_;
+  mutable std::mutex writers_mu_;  // writers_, and each Waiter's outcome and writes
   std::unordered_map<std::string, NodeWriter> writers_;  // by node; only while claims are made
 };
 

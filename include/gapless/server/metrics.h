@@ -34,6 +34,8 @@ class Metrics : public door::DoorCounters {
   // `nodes` nodes rejected for this reason in one filter call.
   void count_rejection(const std::string& reason_label, double nodes = 1);
   void count_bind(const std::string& outcome);  // success, error, idempotent, conflict
+  // One part of a bind (phase: queue, admit, reserve, claim, binding; docs/metrics.md).
+  void observe_bind_phase(const std::string& phase, double seconds);
   void count_policy_reload(bool ok);
   // An allocation record that could not be read or applied (its node is fenced).
   void count_bad_record();
@@ -71,6 +73,7 @@ class Metrics : public door::DoorCounters {
   prometheus::Family<prometheus::Histogram>& latency_;
   prometheus::Family<prometheus::Counter>& rejections_;
   prometheus::Family<prometheus::Counter>& binds_;
+  prometheus::Family<prometheus::Histogram>& bind_phases_;
   prometheus::Family<prometheus::Counter>& reloads_;
   prometheus::Family<prometheus::Counter>& bad_records_;
   prometheus::Family<prometheus::Counter>& fences_lifted_;
