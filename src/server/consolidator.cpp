@@ -145,6 +145,9 @@ void Consolidator::tell_waiting(Waiter& w, const std::string& type, const std::s
 
 std::size_t Consolidator::step(bool ready, Clock::time_point now) {
   if (!ready) return 0;
+  // The rooms held for pods planned for run out on this clock (Scheduler::hold_room), whether or
+  // not this replica plans any more.
+  scheduler_.expire_holds(seconds(now));
   const auto loaded = scheduler_.policy();
   const placement::ConsolidationRules& rules = loaded->policy.consolidation;
   if (!rules.enabled) return 0;
@@ -248,6 +251,9 @@ Consolidator::Outcome Consolidator::consolidate_for(Waiter& w,
     placement::ConsolidationPlan made_plan = plan;
     made_plan.moves = done;
     scheduler_.moves_made(made_plan, seconds(now));
+    // Only this pod may take the freed GPUs: the replacements kube-scheduler places meanwhile
+    // (or anyone else) are filtered off the node until it binds.
+    scheduler_.hold_room(w.pod.info, made_plan, seconds(now));
     for (const auto& m : done) w.evicted.insert(m.pod_uid);
     *made += done.size();
     std::string message = "evicted " + moves_text(done) + " from node " + plan.node +

@@ -128,6 +128,13 @@ struct Cluster {
 
 const std::string kEviction = "/api/v1/namespaces/ml/pods/";
 
+model::GpuRequest gpus_request(int n) {
+  model::GpuRequest r;
+  r.kind = model::RequestKind::kWhole;
+  r.whole = n;
+  return r;
+}
+
 TEST_CASE("consolidation: the plan is carried out through the Eviction API, once",
           "[server][consolidation]") {
   Cluster c;
@@ -155,6 +162,43 @@ TEST_CASE("consolidation: the plan is carried out through the Eviction API, once
   CHECK(c.consolidator.step(true, c.t0 + std::chrono::minutes(5)) == 0);
   CHECK(c.api.evictions().size() == 1);
   CHECK(c.events("w", "ConsolidationPlan").size() == 1);
+}
+
+TEST_CASE("consolidation: the freed node is held for the waiting pod, not its replacements",
+          "[server][consolidation]") {
+  Cluster c;
+  REQUIRE(c.consolidator.step(true, c.t0) == 1);
+  REQUIRE(c.api.evictions() == std::vector<std::string>{"ml/a"});
+  c.refresh("a");
+  c.remove("a");  // n1 is empty now
+  const auto loaded = c.scheduler.policy();
+  const placement::Profile& profile = loaded->policy.profiles.front();
+  const std::vector<std::string> nodes{"n1", "n2", "n3"};
+  model::PodInfo replacement;
+  replacement.ns = "ml";
+  replacement.name = "a-2";
+  replacement.uid = "uid-a-2";
+  model::PodInfo w = replacement;
+  w.name = "w";
+  w.uid = "uid-w";
+  const auto passes = [&](const model::PodInfo& p, int gpus) {
+    return c.scheduler.filter(*loaded, p, gpus_request(gpus), profile, nodes).passed;
+  };
+  // The controller's new pod goes elsewhere; the waiting pod gets n1.
+  CHECK(passes(replacement, 2) == std::vector<std::string>{"n2", "n3"});
+  CHECK(passes(w, 4) == std::vector<std::string>{"n1"});
+  CHECK(c.consolidator.step(true, c.t0 + std::chrono::seconds(59)) == 0);
+  CHECK(passes(replacement, 2) == std::vector<std::string>{"n2", "n3"});
+
+  SECTION("holdSeconds (60) after the plan, the hold ends") {
+    CHECK(c.consolidator.step(true, c.t0 + std::chrono::seconds(60)) == 0);
+    CHECK(c.scheduler.holds().empty());
+    CHECK(passes(replacement, 2) == nodes);
+  }
+  SECTION("the waiting pod bound there ends it") {
+    REQUIRE(c.scheduler.reserve(w, gpus_request(4), profile, "n1"));
+    CHECK(c.scheduler.holds().empty());
+  }
 }
 
 TEST_CASE("consolidation: a budget's 429 makes it pick another plan, or wait",

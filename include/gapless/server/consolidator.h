@@ -21,7 +21,11 @@
 //   - at most `per_second` eviction calls a second (dry runs count) and `max_moves_per_window`
 //     evictions in any `window`, on top of the policy's rateLimit (the engine's MoveLedger,
 //     told through Scheduler::moves_made); a plan that does not fit in what is left waits;
-//   - policy dryRun: the plan is posted as an Event on the pod, nothing is evicted.
+//   - policy dryRun: the plan is posted as an Event on the pod, nothing is evicted;
+//   - after evicting, the plan's node is held for the pod in the engine (Scheduler::hold_room:
+//     other pods' filter and score avoid it while the evicted pods terminate and the policy's
+//     holdSeconds after), so the replacements do not take the room back; every step runs the
+//     holds' clock (Scheduler::expire_holds).
 // Events: on each evicted pod (Normal ConsolidationEviction, naming the pod it makes room for);
 // on the waiting pod (Normal ConsolidationPlan: what was evicted and why that plan; Warning
 // ConsolidationBlocked: which eviction a budget refused and what happens next; Normal
