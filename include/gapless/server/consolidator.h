@@ -119,6 +119,10 @@ class Consolidator {
   void tell_waiting(Waiter& w, const std::string& type, const std::string& reason,
                     const std::string& message);
   void refill(Clock::time_point now);
+  // The engine's clock for `now` (plans, the rate limits it keeps, held rooms): Unix seconds,
+  // so that pods' status.startTime gives their GPU-time lost; steady, as `now` is, from the
+  // offset taken at construction.
+  double engine_s(Clock::time_point now) const;
   std::size_t moves_in_window(Clock::time_point now);
 
   placement::Scheduler& scheduler_;
@@ -127,6 +131,7 @@ class Consolidator {
   const Budgets budgets_;
   const ConsolidatorOptions options_;
   const Log log_;
+  const double unix_offset_s_;  // Unix time minus the steady clock, at construction
 
   mutable std::mutex mu_;                  // waiting_ and next_seq_ (the informers add and remove)
   std::map<std::string, Waiter> waiting_;  // by UID
