@@ -76,6 +76,11 @@ void Scheduler::hold_room(const model::PodInfo& pod, const ConsolidationPlan& pl
   stages_.waiting->hold(cluster_, std::move(h));
 }
 
+bool Scheduler::release_room(const std::string& pod_uid) {
+  auto lock = lock_for_write();
+  return stages_.waiting->release_room(cluster_, pod_uid);
+}
+
 std::size_t Scheduler::expire_holds(double now_s) {
   {
     std::shared_lock lock(mu_);

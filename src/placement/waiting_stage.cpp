@@ -41,6 +41,12 @@ void WaitingStage::hold(const model::Cluster& cluster, RoomHold h) {
   pick(cluster);
 }
 
+bool WaitingStage::release_room(const model::Cluster& cluster, const std::string& pod_uid) {
+  if (!drain_.release(pod_uid)) return false;
+  pick(cluster);
+  return true;
+}
+
 std::size_t WaitingStage::expire_holds(const model::Cluster& cluster, double now_s) {
   if (drain_.holds().empty()) return 0;
   const std::size_t gone = drain_.expire_holds(cluster, now_s);

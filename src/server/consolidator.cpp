@@ -257,8 +257,12 @@ Consolidator::Outcome Consolidator::consolidate_for(Waiter& w,
                        key(refused->pod_ns, refused->pod_name) + "; looking for another plan");
       continue;
     }
+    // The room is held before the first eviction: the controllers recreate the pods at once,
+    // and kube-scheduler may filter the replacements before the last eviction call returns.
+    scheduler_.hold_room(w.pod.info, plan, engine_s(now));
     const std::vector<placement::PlannedMove> done = evict(plan, w, now);
     if (done.empty()) {
+      scheduler_.release_room(w.pod.info.uid);
       // The first real eviction refused by a budget (a race with the dry run): plan again
       // without that pod. Any other failure: try again after the backoff.
       if (blocked_.count(plan.moves.front().pod_uid) != 0) continue;
@@ -267,9 +271,10 @@ Consolidator::Outcome Consolidator::consolidate_for(Waiter& w,
     placement::ConsolidationPlan made_plan = plan;
     made_plan.moves = done;
     scheduler_.moves_made(made_plan, engine_s(now));
-    // Only this pod may take the freed GPUs: the replacements kube-scheduler places meanwhile
-    // (or anyone else) are filtered off the node until it binds.
-    scheduler_.hold_room(w.pod.info, made_plan, engine_s(now));
+    // A plan cut short holds the room for what it evicted only (the pods left never leave).
+    if (done.size() < plan.moves.size()) {
+      scheduler_.hold_room(w.pod.info, made_plan, engine_s(now));
+    }
     for (const auto& m : done) w.evicted.insert(m.pod_uid);
     *made += done.size();
     std::string message = "evicted " + moves_text(done) + " from node " + plan.node +

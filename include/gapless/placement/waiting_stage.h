@@ -57,6 +57,8 @@ class WaitingStage final : public Stage {
   bool any_before(double cutoff_s) const { return drain_.any_before(cutoff_s); }
   // Holds a room for a pod (RoomHold), the target chosen again after.
   void hold(const model::Cluster& cluster, RoomHold h);
+  // Ends the pod's hold, the target chosen again; whether it had one.
+  bool release_room(const model::Cluster& cluster, const std::string& pod_uid);
   // Ends the holds whose time is over at now_s (drain.h DrainQueue::expire_holds); how many.
   std::size_t expire_holds(const model::Cluster& cluster, double now_s);
   const std::vector<RoomHold>& holds() const { return drain_.holds(); }
