@@ -20,10 +20,12 @@
 # kubelet does once its containers stop).
 #
 # Scenario: Deployment serve (2 replicas x 2 GPUs, gapless.io/movable: "true") lands on one node
-# (X); a bare pod fixed (4 GPUs, never movable) is pinned to the other (Y). Pod train asks 8 GPUs:
+# (X); a bare pod fixed (3 GPUs, never movable) is pinned to the other (Y). Pod train asks 8 GPUs:
 # no node has them. 1) A PodDisruptionBudget minAvailable: 2 on serve: Gapless evicts nothing and
 # says why on train (Event ConsolidationNoPlan). 2) The budget removed: Gapless evicts both serve
-# pods from X (Events on them and on train); their replacements are bound to Y, train to X.
+# pods from X (Events on them and on train); while they terminate X is kept for train (the
+# extender's /debug/explain refuses a 2-GPU pod there), their replacements are bound to Y and none
+# to X before train, train to X, and nothing more is evicted.
 # One line per check, PASS or FAIL. Environment: KEEP=1 keeps the temporary directory.
 # Exit status: 0 all checks passed, 3 a check failed, other: the harness failed.
 set -euo pipefail
@@ -157,9 +159,11 @@ else
   fail "serve's replicas are not on one node: $(serve_nodes | tr '\n' ' ')"; exit 3
 fi
 Y=node-a; [[ $X == node-a ]] && Y=node-b
-gpu_pod fixed 4 "{\"nodeSelector\": {\"kubernetes.io/hostname\": \"$Y\"}}"
+# 3 GPUs, so that train's drain target (drain.minGpus: the node closest to taking it, 4 GPUs to
+# free on X, 3 on Y) is Y, not the node the plan frees: only the held room keeps X for train.
+gpu_pod fixed 3 "{\"nodeSelector\": {\"kubernetes.io/hostname\": \"$Y\"}}"
 for _ in $(seq 60); do [[ -n $(node_of fixed) ]] && break; sleep 0.5; done
-[[ $(node_of fixed) == "$Y" ]] && pass "bare pod fixed (4 GPUs) bound to $Y" \
+[[ $(node_of fixed) == "$Y" ]] && pass "bare pod fixed (3 GPUs) bound to $Y" \
   || { fail "pod fixed not bound to $Y"; exit 3; }
 
 # ---- 1) a budget forbids the evictions: Gapless waits ------------------------------------------
@@ -192,13 +196,33 @@ fi
 
 # ---- 2) the budget removed: Gapless evicts, the replicas come back on Y, train runs on X --------
 admin -n ml delete pdb serve > /dev/null
-# What a kubelet does with an evicted pod once its containers stop: delete it for good.
-for _ in $(seq 120); do
+terminating() {  # names of evicted pods not deleted yet
   pods_json | jq_py '
 for p in d["items"]:
-    if p["metadata"].get("deletionTimestamp"): print(p["metadata"]["name"])' |
-    while read -r p; do admin -n ml delete pod "$p" --grace-period=0 --force > /dev/null 2>&1 || true; done
+    if p["metadata"].get("deletionTimestamp"): print(p["metadata"]["name"])'
+}
+# While the evicted pods terminate (they still hold their GPUs, X has 4 free), the extender keeps
+# X for train: a 2-GPU pod, as serve's replacements ask, is refused there.
+for _ in $(seq 90); do [[ -n $(terminating) ]] && break; sleep 0.5; done
+probe='{"Pod":{"metadata":{"name":"probe","namespace":"ml","uid":"uid-probe"},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"2"}}}]}},"NodeNames":["node-a","node-b"]}'
+held=$(curl -s "127.0.0.1:$verbs/debug/explain" -d "$probe" | X=$X jq_py '
+import os
+for n in d["Nodes"]:
+    if n["Node"] == os.environ["X"]: print(n["Verdict"] + ": " + n["Reason"])')
+if [[ $held == "unresolvable: "*"consolidation made room"* ]]; then
+  pass "while the evicted pods terminate, $X is kept for train: a 2-GPU pod there is $held"
+else
+  fail "$X is not kept for train while the evicted pods terminate: '$held' (terminating: $(terminating | tr '\n' ' '))"
+fi
+# What a kubelet does with an evicted pod once its containers stop: delete it for good. Until
+# train is bound, no live serve pod may be bound to X (the room freed for train).
+on_x_early=""
+for _ in $(seq 120); do
+  terminating | while read -r p; do
+    admin -n ml delete pod "$p" --grace-period=0 --force > /dev/null 2>&1 || true
+  done
   [[ -n $(node_of train) ]] && break
+  on_x_early+=$(serve_nodes | awk -v x="$X" '$2 == x {printf "%s ", $1}')
   sleep 1
 done
 if [[ $(node_of train) == "$X" ]]; then
@@ -213,6 +237,14 @@ if [[ $(serve_nodes | awk -v y="$Y" '$2 == y' | wc -l) == 2 ]]; then
   pass "serve's replacement replicas bound to $Y: $(serve_nodes | tr '\n' ' ')"
 else
   fail "serve's replicas: $(serve_nodes | tr '\n' ' ')"
+fi
+evictions=$(admin -n ml get events -o json |
+  jq_py "print(sum(1 for e in d['items'] if e['reason'] == 'ConsolidationEviction'))")
+if [[ -z $on_x_early && $evictions == 2 ]]; then
+  pass "no replacement was bound to $X before train (polled every second), and Gapless evicted 2 pods in all"
+else
+  early=$(tr ' ' '\n' <<< "$on_x_early" | sort -u | tr '\n' ' ')
+  fail "replacements on $X before train was bound:$early; evictions in all: $evictions"
 fi
 echo "events on train:"; events_on train | sed 's/^/  /'
 echo "events on evicted pods:"

@@ -300,6 +300,7 @@ void ClusterSync::account(model::Cluster& c, const PodFacts& p, Outbox& out) {
     a->host = p.pod.request.host;
     a->priority = p.pod.info.priority;
     a->movable = p.pod.info.movable;
+    a->started_unix_s = p.pod.info.started_unix_s;
   }
   if (a->node != p.node) {
     return reject(c, p, "record names node " + a->node + ", pod runs on " + p.node, out);
@@ -307,9 +308,13 @@ void ClusterSync::account(model::Cluster& c, const PodFacts& p, Outbox& out) {
   if (const model::Allocation* held = c.allocation(p.uid)) {
     if (same_grants(*held, *a)) {  // committed at bind, or already restored
       confirmed_.insert(p.uid);
-      // What the pod says beside its record may change (gapless.io/movable, or the
-      // deletionTimestamp of an eviction): consolidation must see it.
-      if (held->movable == a->movable && held->priority == a->priority) return;
+      // What the pod says beside its record may change (gapless.io/movable, the
+      // deletionTimestamp of an eviction, status.startTime once it runs): consolidation must
+      // see it.
+      if (held->movable == a->movable && held->priority == a->priority &&
+          held->started_unix_s == a->started_unix_s) {
+        return;
+      }
       c.release(p.uid);
       (void)c.restore(*a);  // the same grants it held a moment ago: cannot fail
       return;
@@ -364,6 +369,7 @@ void ClusterSync::account_host_only(model::Cluster& c, const PodFacts& p) {
   a.host = p.pod.request.host;
   a.priority = p.pod.info.priority;
   a.movable = p.pod.info.movable;
+  a.started_unix_s = p.pod.info.started_unix_s;
   (void)c.restore(a);  // cannot fail: node and UID checked, host never refused
   confirmed_.insert(p.uid);
 }

@@ -1,5 +1,7 @@
 #include "gapless/k8s/json_fields.h"
 
+#include <cctype>
+#include <ctime>
 #include <limits>
 
 #include "gapless/k8s/quantity.h"
@@ -54,6 +56,19 @@ const json* field_path(const json& obj, std::initializer_list<std::string_view> 
 std::string string_field(const json& obj, std::string_view key) {
   const json* v = field(obj, key);
   return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
+}
+
+std::optional<std::int64_t> unix_seconds(const std::string& rfc3339) {
+  std::tm tm{};
+  const char* rest = strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (rest == nullptr) return std::nullopt;
+  if (*rest == '.') {
+    ++rest;
+    if (std::isdigit(static_cast<unsigned char>(*rest)) == 0) return std::nullopt;
+    while (std::isdigit(static_cast<unsigned char>(*rest)) != 0) ++rest;
+  }
+  if (std::string_view(rest) != "Z") return std::nullopt;
+  return static_cast<std::int64_t>(timegm(&tm));
 }
 
 std::optional<std::int64_t> as_int64(const json& value) {

@@ -325,6 +325,9 @@ Result<ParsedPod> parse_pod(const json& pod) {
   }
   out.device_classes = device_classes(pod);
   info.movable = pod_movability(pod);
+  if (const json* status = field(pod, "status"); status != nullptr && status->is_object()) {
+    info.started_unix_s = unix_seconds(string_field(*status, "startTime")).value_or(-1);
+  }
   return out;
 }
 

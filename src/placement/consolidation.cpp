@@ -32,6 +32,10 @@ struct Option {
   }
 };
 
+bool withheld(const ConsolidationQuery& q, const std::string& node) {
+  return std::find(q.withheld.begin(), q.withheld.end(), node) != q.withheld.end();
+}
+
 double seconds_lost(const model::Node& node, const model::Allocation& a,
                     const ConsolidationQuery& q) {
   const double started = q.started_at ? q.started_at(a) : -1;
@@ -52,7 +56,7 @@ std::vector<Site> sites_for(const model::Cluster& cluster, const model::GpuReque
   std::vector<Site> sites;
   for (const model::Node* node : cluster.nodes()) {
     auto it = on_node.find(node->name);
-    if (node->fenced() || it == on_node.end()) continue;
+    if (node->fenced() || it == on_node.end() || withheld(q, node->name)) continue;
     Site s{node, std::move(it->second)};
     std::sort(s.pool.begin(), s.pool.end(),
               [](const auto* x, const auto* y) { return x->pod_uid < y->pod_uid; });
@@ -100,12 +104,13 @@ std::vector<Option> options_of_size(const std::vector<Site>& sites, std::size_t 
 // ties to the lowest tie_break_rank, as Scheduler::normalize ranks them.
 const model::Node* best_node(const model::Cluster& cluster, const std::string& target,
                              const std::map<std::string, model::Node>& changed,
-                             const model::GpuRequest& req, const Profile& profile) {
+                             const model::GpuRequest& req, const Profile& profile,
+                             const ConsolidationQuery& q) {
   const model::Node* best = nullptr;
   double best_score = -1;
   std::uint64_t best_rank = 0;
   for (const model::Node* live : cluster.nodes()) {
-    if (live->name == target || live->fenced()) continue;
+    if (live->name == target || live->fenced() || withheld(q, live->name)) continue;
     auto it = changed.find(live->name);
     const model::Node& n = it == changed.end() ? *live : it->second;
     if (quick_fit(n, req).code != FitCode::kFits) continue;
@@ -138,7 +143,7 @@ std::optional<std::vector<PlannedMove>> place_elsewhere(const model::Cluster& cl
     if (!req) req = held_request(from, *a);
     if (!req) return std::nullopt;
     if (!q.check_host) req->host = {};
-    const model::Node* to = best_node(cluster, from.name, changed, *req, profile);
+    const model::Node* to = best_node(cluster, from.name, changed, *req, profile, q);
     if (to == nullptr) return std::nullopt;
     const std::optional<Choice> choice = choose(*to, *req, profile);
     if (!choice) return std::nullopt;
@@ -176,7 +181,7 @@ ConsolidationSearch plan_consolidation(const model::Cluster& cluster, const mode
   ConsolidationSearch plan;
   if (req.kind == model::RequestKind::kNone) return plan;
   for (const model::Node* n : cluster.nodes()) {
-    if (!n->fenced() && quick_fit(*n, req).code == FitCode::kFits) {
+    if (!n->fenced() && !withheld(query, n->name) && quick_fit(*n, req).code == FitCode::kFits) {
       plan.fits_now = true;
       return plan;
     }

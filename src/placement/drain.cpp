@@ -137,6 +137,13 @@ void DrainQueue::pick(const std::vector<const model::Node*>& nodes, bool check_h
   std::size_t tries = 0;
   for (std::size_t i = 0; i < pods_.size() && tries < kPickTries; ++i) {
     if (!confirmed(i)) continue;
+    // A pod consolidation made room for has that room as its target: it never holds two nodes.
+    if (const RoomHold* h = hold_of(pods_[i].uid)) {
+      held_ = h->room;
+      held_distance_ = {};
+      held_index_ = i;
+      return;
+    }
     ++tries;
     if (const model::Node* n = pick_drain_target(nodes, pods_[i].req, check_host)) {
       held_ = DrainReservation{pods_[i].uid, pods_[i].priority, n->name};
@@ -156,6 +163,7 @@ bool DrainQueue::pick_among(const std::vector<const model::Node*>& touched, bool
   for (std::size_t i = 0; i < held_index_; ++i) {
     if (confirmed(i)) return false;
   }
+  if (hold_of(held_->pod_uid) != nullptr) return true;  // the held room does not move
   const model::GpuRequest& req = pods_[held_index_].req;
   for (const model::Node* n : touched) {
     if (n->name == held_->node) return false;
@@ -170,33 +178,68 @@ bool DrainQueue::pick_among(const std::vector<const model::Node*>& touched, bool
   return true;
 }
 
-const std::string* DrainQueue::withheld_from(const model::PodInfo& pod) const {
-  if (!held_ || pod.uid == held_->pod_uid || pod.priority > held_->priority) return nullptr;
-  return &held_->node;
+const RoomHold* DrainQueue::hold_of(const std::string& uid) const {
+  const auto it = std::find_if(holds_.begin(), holds_.end(),
+                               [&](const RoomHold& h) { return h.room.pod_uid == uid; });
+  return it == holds_.end() ? nullptr : &*it;
+}
+
+void DrainQueue::hold(RoomHold h) {
+  release(h.room.pod_uid);
+  std::sort(h.evicted.begin(), h.evicted.end());
+  holds_.push_back(std::move(h));
+}
+
+bool DrainQueue::release(const std::string& pod_uid) {
+  return std::erase_if(holds_, [&](const RoomHold& h) { return h.room.pod_uid == pod_uid; }) > 0;
+}
+
+std::size_t DrainQueue::expire_holds(const model::Cluster& cluster, double now_s) {
+  for (RoomHold& h : holds_) {
+    std::erase_if(h.evicted, [&](const std::string& uid) { return !cluster.allocation(uid); });
+    if (!h.evicted.empty()) h.until_s = std::max(h.until_s, now_s + h.hold_s);
+  }
+  return std::erase_if(holds_, [&](const RoomHold& h) { return h.until_s <= now_s; });
+}
+
+std::vector<std::string> DrainQueue::withheld_from(const model::PodInfo& pod) const {
+  std::vector<std::string> out;
+  const auto add = [&](const DrainReservation& r) {
+    if (pod.uid == r.pod_uid || pod.priority > r.priority) return;
+    if (std::find(out.begin(), out.end(), r.node) == out.end()) out.push_back(r.node);
+  };
+  if (held_) add(*held_);
+  for (const RoomHold& h : holds_) add(h.room);
+  return out;
 }
 
 void DrainQueue::withhold(const model::PodInfo& pod, FilterResult* r,
                           std::vector<const model::Node*>* passed_nodes) const {
-  const std::string* target = withheld_from(pod);
-  if (target == nullptr) return;
-  const auto it = std::find(r->passed.begin(), r->passed.end(), *target);
-  if (it == r->passed.end()) return;
-  const auto i = static_cast<std::size_t>(it - r->passed.begin());
-  r->rejected.push_back({std::move(*it), r->reasons.size()});
-  r->reasons.push_back(
-      {"gapless: node is kept to drain for a waiting pod that needs it whole", "draining", true});
-  r->passed.erase(it);
-  if (passed_nodes != nullptr && passed_nodes->size() > i) {
-    passed_nodes->erase(passed_nodes->begin() + static_cast<std::ptrdiff_t>(i));
+  if (!held_ && holds_.empty()) return;  // the common case: nothing to allocate
+  for (const std::string& target : withheld_from(pod)) {
+    const auto it = std::find(r->passed.begin(), r->passed.end(), target);
+    if (it == r->passed.end()) continue;
+    const auto i = static_cast<std::size_t>(it - r->passed.begin());
+    const bool room = std::any_of(holds_.begin(), holds_.end(),
+                                  [&](const RoomHold& h) { return h.room.node == target; });
+    r->rejected.push_back({std::move(*it), r->reasons.size()});
+    r->reasons.push_back(
+        {room ? "gapless: node is kept for a waiting pod that consolidation made room for"
+              : "gapless: node is kept to drain for a waiting pod that needs it whole",
+         "draining", true});
+    r->passed.erase(it);
+    if (passed_nodes != nullptr && passed_nodes->size() > i) {
+      passed_nodes->erase(passed_nodes->begin() + static_cast<std::ptrdiff_t>(i));
+    }
   }
 }
 
 void DrainQueue::withhold(const model::PodInfo& pod, const std::vector<std::string>& nodes,
                           std::vector<double>* raw) const {
-  const std::string* target = withheld_from(pod);
-  if (target == nullptr) return;
+  if (!held_ && holds_.empty()) return;
+  const std::vector<std::string> targets = withheld_from(pod);
   for (std::size_t i = 0; i < nodes.size() && i < raw->size(); ++i) {
-    if (nodes[i] == *target) (*raw)[i] = -1;
+    if (std::find(targets.begin(), targets.end(), nodes[i]) != targets.end()) (*raw)[i] = -1;
   }
 }
 

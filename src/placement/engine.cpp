@@ -365,6 +365,7 @@ Result<model::Allocation> place(const model::Cluster& cluster, const model::GpuR
   a.node = node_name;
   a.priority = pod.priority;
   a.movable = pod.movable;
+  a.started_unix_s = pod.started_unix_s;
   a.gpus = std::move(choice->gpus);
   a.mig = std::move(choice->mig);
   return a;

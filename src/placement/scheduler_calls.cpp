@@ -49,6 +49,7 @@ ConsolidationSearch Scheduler::consolidate(const model::PodInfo& pod, const mode
   q.started_at = started_at;
   q.may_move = may_move;
   std::shared_lock lock(mu_);
+  q.withheld = stages_.waiting->withheld_from(pod);
   const StageCall c = call(loaded->policy, pod, fit);
   ConsolidationSearch out;
   for (const auto& stage : stages_.ordered) {
@@ -61,6 +62,37 @@ void Scheduler::moves_made(const ConsolidationPlan& plan, double now_s) {
   const auto loaded = policy();
   auto lock = lock_for_write();
   stages_.consolidation->moves_made(plan, now_s, loaded->policy.consolidation);
+}
+
+void Scheduler::hold_room(const model::PodInfo& pod, const ConsolidationPlan& plan, double now_s) {
+  const auto loaded = policy();
+  const double hold_s = loaded->policy.consolidation.hold_s;
+  auto lock = lock_for_write();
+  if (pod.uid.empty() || cluster_.allocation(pod.uid) != nullptr) return;  // nothing to hold for
+  RoomHold h{{pod.uid, pod.priority, plan.node}, {}, hold_s, now_s + hold_s};
+  for (const PlannedMove& m : plan.moves) {
+    if (cluster_.allocation(m.pod_uid) != nullptr) h.evicted.push_back(m.pod_uid);
+  }
+  stages_.waiting->hold(cluster_, std::move(h));
+}
+
+bool Scheduler::release_room(const std::string& pod_uid) {
+  auto lock = lock_for_write();
+  return stages_.waiting->release_room(cluster_, pod_uid);
+}
+
+std::size_t Scheduler::expire_holds(double now_s) {
+  {
+    std::shared_lock lock(mu_);
+    if (stages_.waiting->holds().empty()) return 0;
+  }
+  auto lock = lock_for_write();
+  return stages_.waiting->expire_holds(cluster_, now_s);
+}
+
+std::vector<RoomHold> Scheduler::holds() const {
+  std::shared_lock lock(mu_);
+  return stages_.waiting->holds();
 }
 
 std::optional<DrainReservation> Scheduler::drain() const {

@@ -15,11 +15,13 @@ void WaitingStage::post_score(const StageCall& call, const std::vector<std::stri
 void WaitingStage::model_changed(const model::Cluster& cluster,
                                  const model::Cluster::Changes& changes,
                                  const std::vector<const model::Node*>& touched) {
-  if (drain_.empty()) return;
-  // A pod that gained an allocation no longer waits.
+  if (drain_.empty() && drain_.holds().empty()) return;
+  // A pod that gained an allocation no longer waits, nor holds a room.
   bool started = false;
   for (const std::string& uid : changes.allocations) {
-    if (cluster.allocation(uid) != nullptr) started = drain_.erase(uid) || started;
+    if (cluster.allocation(uid) == nullptr) continue;
+    const bool released = drain_.release(uid);
+    started = drain_.erase(uid) || released || started;
   }
   // After a departure the closest host may be another one: the target is chosen again, among
   // the changed nodes when only they moved.
@@ -29,7 +31,27 @@ void WaitingStage::model_changed(const model::Cluster& cluster,
 }
 
 void WaitingStage::pod_forgotten(const model::Cluster& cluster, const std::string& pod_uid) {
-  stop_waiting(cluster, pod_uid);  // a deleted pod waits no more
+  // A deleted pod waits no more, and the room made for it is free for anyone.
+  const bool released = drain_.release(pod_uid);
+  if (!stop_waiting(cluster, pod_uid) && released) pick(cluster);
+}
+
+void WaitingStage::hold(const model::Cluster& cluster, RoomHold h) {
+  drain_.hold(std::move(h));
+  pick(cluster);
+}
+
+bool WaitingStage::release_room(const model::Cluster& cluster, const std::string& pod_uid) {
+  if (!drain_.release(pod_uid)) return false;
+  pick(cluster);
+  return true;
+}
+
+std::size_t WaitingStage::expire_holds(const model::Cluster& cluster, double now_s) {
+  if (drain_.holds().empty()) return 0;
+  const std::size_t gone = drain_.expire_holds(cluster, now_s);
+  if (gone > 0) pick(cluster);
+  return gone;
 }
 
 bool WaitingStage::may_wait(const model::PodInfo& pod, const model::GpuRequest& req,

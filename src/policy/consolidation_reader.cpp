@@ -6,8 +6,8 @@
 namespace gapless::policy::detail {
 namespace {
 
-const Keys kConsolidationKeys = {"enabled", "dryRun", "movablePriorityBelow", "maxMovesPerPlan",
-                                 "rateLimit"};
+const Keys kConsolidationKeys = {"enabled",         "dryRun",    "movablePriorityBelow",
+                                 "maxMovesPerPlan", "rateLimit", "holdSeconds"};
 const Keys kRateKeys = {"perMinute", "perNamespacePerMinute", "podCooldownSeconds"};
 
 bool read_bool(YamlReader& r, const Field& f, bool* out) {
@@ -82,6 +82,10 @@ bool read_consolidation(YamlReader& r, const Field& f, placement::ConsolidationR
       out->max_moves = static_cast<int>(v);
     }
     if (k.key == "rateLimit" && !read_rate(r, k, out)) return false;
+    if (k.key == "holdSeconds") {
+      if (!read_whole(r, k, 0, 3600, "seconds", &v)) return false;
+      out->hold_s = v;
+    }
   }
   return true;
 }

@@ -17,6 +17,13 @@ double seconds(Consolidator::Clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
+// How far the Unix epoch lies before the steady clock's, now.
+double unix_offset_s() {
+  const double unix_now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return unix_now - seconds(Consolidator::Clock::now());
+}
+
 // "ns/a (to node b), ns/c (to node d)": the moves of a plan.
 std::string moves_text(const std::vector<placement::PlannedMove>& moves) {
   std::string out;
@@ -36,7 +43,12 @@ Consolidator::Consolidator(placement::Scheduler& scheduler, k8s::ApiTransport& a
       leads_(std::move(leads)),
       budgets_(std::move(budgets)),
       options_(std::move(options)),
-      log_(std::move(log)) {}
+      log_(std::move(log)),
+      unix_offset_s_(unix_offset_s()) {}
+
+double Consolidator::engine_s(Clock::time_point now) const {
+  return seconds(now) + unix_offset_s_;
+}
 
 void Consolidator::waiting(const k8s::ParsedPod& pod) {
   if (pod.info.uid.empty() || pod.request.kind == model::RequestKind::kNone) return;
@@ -145,6 +157,9 @@ void Consolidator::tell_waiting(Waiter& w, const std::string& type, const std::s
 
 std::size_t Consolidator::step(bool ready, Clock::time_point now) {
   if (!ready) return 0;
+  // The rooms held for pods planned for run out on this clock (Scheduler::hold_room), whether or
+  // not this replica plans any more.
+  scheduler_.expire_holds(engine_s(now));
   const auto loaded = scheduler_.policy();
   const placement::ConsolidationRules& rules = loaded->policy.consolidation;
   if (!rules.enabled) return 0;
@@ -195,10 +210,14 @@ Consolidator::Outcome Consolidator::consolidate_for(Waiter& w,
       placement::Scheduler::select_profile(*loaded, w.pod.info, &error);
   if (profile == nullptr) return Outcome::kNothing;
   const std::string who = key(w.pod.info.ns, w.pod.info.name);
+  // status.startTime of each pod, on engine_s's clock: GPU-time lost breaks ties between plans.
+  const placement::Scheduler::StartedAt started_at = [](const model::Allocation& a) {
+    return a.started_unix_s < 0 ? -1.0 : static_cast<double>(a.started_unix_s);
+  };
   for (int attempt = 0; attempt <= options_.max_replans; ++attempt) {
     const std::set<std::string> skip = excluded(now);
     const placement::ConsolidationSearch search = scheduler_.consolidate(
-        w.pod.info, w.pod.request, *profile, seconds(now), {}, {},
+        w.pod.info, w.pod.request, *profile, engine_s(now), {}, started_at,
         [&](const model::Allocation& a) { return skip.count(a.pod_uid) == 0; });
     // A pod that fits now is kube-scheduler's to place: nothing is evicted for it.
     if (search.fits_now) return Outcome::kNothing;
@@ -238,8 +257,12 @@ Consolidator::Outcome Consolidator::consolidate_for(Waiter& w,
                        key(refused->pod_ns, refused->pod_name) + "; looking for another plan");
       continue;
     }
+    // The room is held before the first eviction: the controllers recreate the pods at once,
+    // and kube-scheduler may filter the replacements before the last eviction call returns.
+    scheduler_.hold_room(w.pod.info, plan, engine_s(now));
     const std::vector<placement::PlannedMove> done = evict(plan, w, now);
     if (done.empty()) {
+      scheduler_.release_room(w.pod.info.uid);
       // The first real eviction refused by a budget (a race with the dry run): plan again
       // without that pod. Any other failure: try again after the backoff.
       if (blocked_.count(plan.moves.front().pod_uid) != 0) continue;
@@ -247,7 +270,11 @@ Consolidator::Outcome Consolidator::consolidate_for(Waiter& w,
     }
     placement::ConsolidationPlan made_plan = plan;
     made_plan.moves = done;
-    scheduler_.moves_made(made_plan, seconds(now));
+    scheduler_.moves_made(made_plan, engine_s(now));
+    // A plan cut short holds the room for what it evicted only (the pods left never leave).
+    if (done.size() < plan.moves.size()) {
+      scheduler_.hold_room(w.pod.info, made_plan, engine_s(now));
+    }
     for (const auto& m : done) w.evicted.insert(m.pod_uid);
     *made += done.size();
     std::string message = "evicted " + moves_text(done) + " from node " + plan.node +

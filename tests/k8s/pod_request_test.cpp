@@ -266,3 +266,24 @@ TEST_CASE("parse_pod reads spec.priority, 0 when absent", "[k8s][pod][preemption
     CHECK(r.error() == "spec.priority: must be a 32-bit integer, got " + bad.dump());
   }
 }
+
+TEST_CASE("parse_pod reads status.startTime as Unix seconds, -1 when absent or malformed",
+          "[k8s][pod][consolidation]") {
+  json p = pod({container(gpus("1"))});
+  CHECK(parse_pod(p)->info.started_unix_s == -1);
+  p["status"]["startTime"] = "2026-11-27T10:00:00Z";
+  CHECK(parse_pod(p)->info.started_unix_s == 1795773600);
+  p["status"]["startTime"] = "1970-01-01T00:01:40.123456Z";  // a MicroTime's fraction dropped
+  CHECK(parse_pod(p)->info.started_unix_s == 100);
+  for (const json& bad : {json("2026-11-27T10:00:00"), json("2026-11-27T10:00:00+01:00"),
+                          json("2026-11-27 10:00:00Z"), json("2026-11-27T10:00:00.Z"),
+                          json("yesterday"), json(""), json(1795773600), json(nullptr)}) {
+    p["status"]["startTime"] = bad;
+    INFO(bad.dump());
+    REQUIRE(parse_pod(p).ok());  // a bad status never refuses the pod
+    CHECK(parse_pod(p)->info.started_unix_s == -1);
+  }
+  p["status"] = "Running";
+  REQUIRE(parse_pod(p).ok());
+  CHECK(parse_pod(p)->info.started_unix_s == -1);
+}

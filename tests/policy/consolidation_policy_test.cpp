@@ -25,6 +25,7 @@ TEST_CASE("consolidation parses into placement::ConsolidationRules", "[policy][c
   dryRun: true
   movablePriorityBelow: 1000
   maxMovesPerPlan: 2
+  holdSeconds: 45
   rateLimit: {perMinute: 6, perNamespacePerMinute: 2, podCooldownSeconds: 900}
 )",
                               "c.yaml");
@@ -39,6 +40,7 @@ TEST_CASE("consolidation parses into placement::ConsolidationRules", "[policy][c
   CHECK(c.per_minute == 6);
   CHECK(c.per_namespace_per_minute == 2);
   CHECK(c.pod_cooldown_s == 900);
+  CHECK(c.hold_s == 45);
 }
 
 TEST_CASE("consolidation is off unless a policy turns it on", "[policy][consolidation]") {
@@ -53,6 +55,7 @@ TEST_CASE("consolidation is off unless a policy turns it on", "[policy][consolid
   REQUIRE(shipped);
   CHECK_FALSE(shipped->consolidation.enabled);
   CHECK(shipped->consolidation.max_moves == 3);
+  CHECK(shipped->consolidation.hold_s == 60);
 }
 
 TEST_CASE("bad consolidation values are refused with where and why", "[policy][consolidation]") {
@@ -70,6 +73,8 @@ TEST_CASE("bad consolidation values are refused with where and why", "[policy][c
        "c.yaml:8: consolidation.rateLimit.perMinute: expected evictions per minute"},
       {"  rateLimit: {podCooldownSeconds: .nan}\n",
        "c.yaml:8: consolidation.rateLimit.podCooldownSeconds: expected seconds"},
+      {"  holdSeconds: 3601\n", "c.yaml:8: consolidation.holdSeconds: expected seconds"},
+      {"  holdSeconds: -1\n", "c.yaml:8: consolidation.holdSeconds: expected seconds"},
       {"  rateLimit: {perHour: 3}\n", "c.yaml:8: consolidation.rateLimit.perHour: unknown key"},
       {"  maxMoves: 3\n", "c.yaml:8: consolidation.maxMoves: unknown key"},
   };

@@ -32,10 +32,11 @@ const std::string kOn = "consolidation:\n  enabled: true\n";
 // A pod of namespace "ml" holding `gpus` of 4-GPU node `node`, owned by a ReplicaSet (or by
 // nothing when `bare`), annotated gapless.io/movable: "true".
 json holder(const std::string& name, const std::string& node, std::initializer_list<int> gpus,
-            bool bare = false) {
+            bool bare = false, const std::string& started = "") {
   model::Allocation a = kt::whole("uid-" + name, node, gpus);
   a.pod_name = name;
   json pod = kt::bound_pod(a);
+  if (!started.empty()) pod["status"]["startTime"] = started;
   pod["metadata"]["annotations"]["gapless.io/movable"] = "true";
   pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] =
       std::to_string(gpus.size());
@@ -62,9 +63,10 @@ json waiting_pod(const std::string& name) {
 
 // Three 4-GPU nodes: n1 holds a (2 GPUs), n2 holds c (2 GPUs), n3 holds e (2 GPUs); a 4-GPU pod
 // fits none. Evicting a (or c) frees a node, and the pod moved fits on n3 (or the other one).
+// `c_younger`: a and c say when they started (status.startTime), c six hours after a.
 struct Cluster {
   explicit Cluster(const std::string& consolidation = kOn, bool bare = false,
-                   Consolidator::Leads leads = nullptr)
+                   Consolidator::Leads leads = nullptr, bool c_younger = false)
       : client(api.client_config()),
         scheduler(model::Cluster{}, policy(consolidation)),
         consolidator(scheduler, client, std::move(leads), nullptr, options()),
@@ -74,8 +76,8 @@ struct Cluster {
       api.add_node(node);
       sync.apply_node("ADDED", node);
     }
-    add(holder("a", "n1", {0, 1}, bare));
-    add(holder("c", "n2", {0, 1}, bare));
+    add(holder("a", "n1", {0, 1}, bare, c_younger ? "2026-01-01T00:00:00Z" : ""));
+    add(holder("c", "n2", {0, 1}, bare, c_younger ? "2026-01-01T06:00:00Z" : ""));
     add(holder("e", "n3", {0, 1}, true));  // bare: never evicted, annotation or not
     add(waiting_pod("w"));
   }
@@ -128,6 +130,13 @@ struct Cluster {
 
 const std::string kEviction = "/api/v1/namespaces/ml/pods/";
 
+model::GpuRequest gpus_request(int n) {
+  model::GpuRequest r;
+  r.kind = model::RequestKind::kWhole;
+  r.whole = n;
+  return r;
+}
+
 TEST_CASE("consolidation: the plan is carried out through the Eviction API, once",
           "[server][consolidation]") {
   Cluster c;
@@ -155,6 +164,53 @@ TEST_CASE("consolidation: the plan is carried out through the Eviction API, once
   CHECK(c.consolidator.step(true, c.t0 + std::chrono::minutes(5)) == 0);
   CHECK(c.api.evictions().size() == 1);
   CHECK(c.events("w", "ConsolidationPlan").size() == 1);
+}
+
+TEST_CASE("consolidation: of two one-eviction plans, the younger pod's (least GPU-time lost)",
+          "[server][consolidation]") {
+  // Without start times the tie goes to node names: a, on n1 (the test above).
+  Cluster c(kOn, false, nullptr, true);
+  REQUIRE(c.consolidator.step(true, c.t0) == 1);
+  CHECK(c.api.evictions() == std::vector<std::string>{"ml/c"});
+  REQUIRE(c.events("w", "ConsolidationPlan").size() == 1);
+  CHECK_THAT(c.events("w", "ConsolidationPlan")[0], Catch::Contains("from node n2"));
+}
+
+TEST_CASE("consolidation: the freed node is held for the waiting pod, not its replacements",
+          "[server][consolidation]") {
+  Cluster c;
+  REQUIRE(c.consolidator.step(true, c.t0) == 1);
+  REQUIRE(c.api.evictions() == std::vector<std::string>{"ml/a"});
+  c.refresh("a");
+  c.remove("a");  // n1 is empty now
+  const auto loaded = c.scheduler.policy();
+  const placement::Profile& profile = loaded->policy.profiles.front();
+  const std::vector<std::string> nodes{"n1", "n2", "n3"};
+  model::PodInfo replacement;
+  replacement.ns = "ml";
+  replacement.name = "a-2";
+  replacement.uid = "uid-a-2";
+  model::PodInfo w = replacement;
+  w.name = "w";
+  w.uid = "uid-w";
+  const auto passes = [&](const model::PodInfo& p, int gpus) {
+    return c.scheduler.filter(*loaded, p, gpus_request(gpus), profile, nodes).passed;
+  };
+  // The controller's new pod goes elsewhere; the waiting pod gets n1.
+  CHECK(passes(replacement, 2) == std::vector<std::string>{"n2", "n3"});
+  CHECK(passes(w, 4) == std::vector<std::string>{"n1"});
+  CHECK(c.consolidator.step(true, c.t0 + std::chrono::seconds(59)) == 0);
+  CHECK(passes(replacement, 2) == std::vector<std::string>{"n2", "n3"});
+
+  SECTION("holdSeconds (60) after the plan, the hold ends") {
+    CHECK(c.consolidator.step(true, c.t0 + std::chrono::seconds(60)) == 0);
+    CHECK(c.scheduler.holds().empty());
+    CHECK(passes(replacement, 2) == nodes);
+  }
+  SECTION("the waiting pod bound there ends it") {
+    REQUIRE(c.scheduler.reserve(w, gpus_request(4), profile, "n1"));
+    CHECK(c.scheduler.holds().empty());
+  }
 }
 
 TEST_CASE("consolidation: a budget's 429 makes it pick another plan, or wait",

@@ -42,6 +42,11 @@ std::string string_field(const nlohmann::json& obj, std::string_view key);
 // (floats, strings, unsigned values above 2^63-1).
 std::optional<std::int64_t> as_int64(const nlohmann::json& value);
 
+// Seconds since the Unix epoch of a metav1.Time as the API server writes it
+// ("2026-11-27T10:00:00Z", UTC; fractional seconds, as in a MicroTime, are dropped); nullopt for
+// anything else.
+std::optional<std::int64_t> unix_seconds(const std::string& rfc3339);
+
 // The string entries of an object (labels, annotations); other entries are skipped.
 std::map<std::string, std::string> string_map(const nlohmann::json* obj);
 

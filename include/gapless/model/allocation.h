@@ -46,6 +46,8 @@ struct Allocation {
   std::int32_t priority = 0;
   // Not part of the record either: from the pod (PodInfo::movable), for consolidation.
   Movability movable = Movability::kNever;
+  // Nor this: PodInfo::started_unix_s, for the GPU-time consolidation's moves lose (-1: unknown).
+  std::int64_t started_unix_s = -1;
   bool operator==(const Allocation&) const = default;
 };
 

@@ -73,6 +73,9 @@ struct PodInfo {
   // Whether consolidation may move the pod (model/allocation.h's Movability): the driver decides
   // from the pod's annotation, owner and namespace.
   Movability movable = Movability::kNever;
+  // When the pod started (Kubernetes: status.startTime), in seconds since the Unix epoch; -1
+  // while unknown (pending, or never said). Consolidation counts the GPU-time a move loses.
+  std::int64_t started_unix_s = -1;
 };
 
 }  // namespace gapless::model

@@ -88,6 +88,9 @@ struct ConsolidationQuery {
   std::function<double(const model::Allocation&)> started_at;
   // Whether a pod may be moved at all now (the per-pod cooldown); unset: yes.
   std::function<bool(const model::Allocation&)> may_move;
+  // Nodes held for other pods (the drain target, rooms held after earlier plans): the pod does
+  // not fit there now, they are never its plan's node, and no evicted pod is placed on them.
+  std::vector<std::string> withheld;
   // Whether these evictions together stay within the rate limits; unset: yes.
   std::function<bool(const std::vector<const model::Allocation*>&)> within_limits;
 };

@@ -17,6 +17,9 @@ struct ConsolidationRules {
   int per_minute = 10;               // evictions in any 60 s, cluster-wide; 0: no limit
   int per_namespace_per_minute = 5;  // evictions in any 60 s per namespace; 0: no limit
   double pod_cooldown_s = 3600;      // a pod is never moved twice within this
+  // The node a plan freed stays withheld from other pods while the evicted pods terminate and
+  // this long after (placement/drain.h RoomHold), so the waiting pod finds the room there.
+  double hold_s = 60;
 };
 
 }  // namespace gapless::placement

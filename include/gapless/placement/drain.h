@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "gapless/model/cluster.h"
 #include "gapless/model/node.h"
 #include "gapless/model/request.h"
 #include "gapless/placement/engine.h"
@@ -52,6 +53,19 @@ struct DrainReservation {
   std::string pod_uid;
   std::int32_t priority = 0;  // the pod's: pods of higher priority are not held back
   std::string node;
+};
+
+// A node consolidation freed for one waiting pod (docs/consolidation.md "Guarantees"): withheld
+// like the drain target from other pods of no higher priority, so that the evicted pods'
+// replacements (or anyone else) do not take the room back before the pod is retried. It lasts
+// while the pods evicted for it still hold GPUs in the model (they are terminating) and
+// `hold_s` after the last one left, on the driver's clock, and ends sooner when the pod gets an
+// allocation or is deleted.
+struct RoomHold {
+  DrainReservation room;             // the waiting pod and the freed node
+  std::vector<std::string> evicted;  // UIDs evicted for it that the model still holds
+  double hold_s = 0;                 // how long after they left
+  double until_s = 0;                // the driver's clock: in force before this
 };
 
 // The pods waiting for a drain target, oldest first, and the target of the oldest one some
@@ -94,14 +108,24 @@ class DrainQueue {
   // target itself changed).
   bool pick_among(const std::vector<const model::Node*>& touched, bool check_host);
 
-  // The node `pod` must not get, or null.
-  const std::string* withheld_from(const model::PodInfo& pod) const;
-  // Moves the node withheld from `pod` from r's passed nodes to its rejected ones (an
-  // unresolvable reason: preemption must not empty it for another pod). `passed_nodes`, when
+  // Holds `h.room.node` for `h.room.pod_uid`, replacing a hold it had (a new plan for it).
+  // Does not pick: call pick() after (a pod holding a room has it as its drain target).
+  void hold(RoomHold h);
+  // Ends the pod's hold; whether it had one.
+  bool release(const std::string& pod_uid);
+  // Forgets evicted pods `cluster` no longer holds, keeps holds with some still there in force
+  // until now_s + hold_s, and ends those whose time is over; how many ended.
+  std::size_t expire_holds(const model::Cluster& cluster, double now_s);
+  const std::vector<RoomHold>& holds() const { return holds_; }
+
+  // The nodes `pod` must not get (the drain target, rooms held for others), each once.
+  std::vector<std::string> withheld_from(const model::PodInfo& pod) const;
+  // Moves the nodes withheld from `pod` from r's passed nodes to its rejected ones (an
+  // unresolvable reason: preemption must not empty them for another pod). `passed_nodes`, when
   // aligned with r->passed, stays aligned.
   void withhold(const model::PodInfo& pod, FilterResult* r,
                 std::vector<const model::Node*>* passed_nodes) const;
-  // Score's form of the same: the withheld node's score set to -1.
+  // Score's form of the same: the withheld nodes' scores set to -1.
   void withhold(const model::PodInfo& pod, const std::vector<std::string>& nodes,
                 std::vector<double>* raw) const;
 
@@ -123,7 +147,9 @@ class DrainQueue {
   // Whether pods_[i] may hold a target.
   bool confirmed(std::size_t i) const { return pods_[i].times >= 2; }
   std::deque<Entry>::iterator find(const std::string& uid);
+  const RoomHold* hold_of(const std::string& uid) const;
   std::deque<Entry> pods_;
+  std::vector<RoomHold> holds_;  // by the order they were made; a few at most
   std::size_t bytes_ = 0;
   std::optional<DrainReservation> held_;
   DrainDistance held_distance_;  // the target's, when it was chosen

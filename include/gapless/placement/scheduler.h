@@ -121,6 +121,16 @@ class Scheduler {
                                   const MayMove& may_move = {}) const;
   // The driver evicted `plan`'s pods at now_s: the rate limits count them from now on.
   void moves_made(const ConsolidationPlan& plan, double now_s);
+  // `plan`'s evictions for `pod` are under way: plan.node is held for it (waiting_stage.h; drain.h
+  // RoomHold) while the evicted pods the model still holds terminate and the policy's
+  // consolidation.holdSeconds after; the driver's clock ticks through expire_holds. Ends when the
+  // pod gets an allocation or is forgotten.
+  void hold_room(const model::PodInfo& pod, const ConsolidationPlan& plan, double now_s);
+  // Ends the pod's hold at once (the evictions it was made for did not happen); whether it had one.
+  bool release_room(const std::string& pod_uid);
+  // Ends the holds whose time is over at now_s; the write lock only when some are held.
+  std::size_t expire_holds(double now_s);
+  std::vector<RoomHold> holds() const;
 
   // --- waiting pods and the drain target (waiting_stage.h) ----------------------------------
   // A pod whose Filter passed no node waits; returns whether it is recorded. `now_s`: the

@@ -11,7 +11,12 @@
 //   Filter         the target is unresolvable for other pods of no higher priority
 //   PostScore      ... and scores -1 for them (drivers that pick the best score themselves)
 //   ModelChanged   a pod that gained an allocation waits no more; the target is re-picked
-//   PodForgotten   a deleted pod waits no more
+//   PodForgotten   a deleted pod waits no more, and its held room (below) ends
+//
+// Consolidation's held rooms (drain.h RoomHold) are withheld the same way: a node a driver
+// freed for one waiting pod by evicting pods (Scheduler::hold_room), until the pod gets an
+// allocation, is deleted, or the hold runs out (expire_holds). A waiting pod holding a room
+// has it as its drain target.
 //
 // Thread-safety: as Stage; the waiting calls below follow the runner's lock (write; read for
 // the const ones).
@@ -50,6 +55,16 @@ class WaitingStage final : public Stage {
   // Forgets the pods whose last wait was before `cutoff_s`. Returns how many.
   std::size_t expire(const model::Cluster& cluster, double cutoff_s);
   bool any_before(double cutoff_s) const { return drain_.any_before(cutoff_s); }
+  // Holds a room for a pod (RoomHold), the target chosen again after.
+  void hold(const model::Cluster& cluster, RoomHold h);
+  // Ends the pod's hold, the target chosen again; whether it had one.
+  bool release_room(const model::Cluster& cluster, const std::string& pod_uid);
+  // Ends the holds whose time is over at now_s (drain.h DrainQueue::expire_holds); how many.
+  std::size_t expire_holds(const model::Cluster& cluster, double now_s);
+  const std::vector<RoomHold>& holds() const { return drain_.holds(); }
+  std::vector<std::string> withheld_from(const model::PodInfo& pod) const {
+    return drain_.withheld_from(pod);
+  }
   const std::optional<DrainReservation>& reservation() const { return drain_.reservation(); }
   std::size_t size() const { return drain_.size(); }
 

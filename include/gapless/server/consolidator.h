@@ -21,7 +21,11 @@
 //   - at most `per_second` eviction calls a second (dry runs count) and `max_moves_per_window`
 //     evictions in any `window`, on top of the policy's rateLimit (the engine's MoveLedger,
 //     told through Scheduler::moves_made); a plan that does not fit in what is left waits;
-//   - policy dryRun: the plan is posted as an Event on the pod, nothing is evicted.
+//   - policy dryRun: the plan is posted as an Event on the pod, nothing is evicted;
+//   - after evicting, the plan's node is held for the pod in the engine (Scheduler::hold_room:
+//     other pods' filter and score avoid it while the evicted pods terminate and the policy's
+//     holdSeconds after), so the replacements do not take the room back; every step runs the
+//     holds' clock (Scheduler::expire_holds).
 // Events: on each evicted pod (Normal ConsolidationEviction, naming the pod it makes room for);
 // on the waiting pod (Normal ConsolidationPlan: what was evicted and why that plan; Warning
 // ConsolidationBlocked: which eviction a budget refused and what happens next; Normal
@@ -115,6 +119,10 @@ class Consolidator {
   void tell_waiting(Waiter& w, const std::string& type, const std::string& reason,
                     const std::string& message);
   void refill(Clock::time_point now);
+  // The engine's clock for `now` (plans, the rate limits it keeps, held rooms): Unix seconds,
+  // so that pods' status.startTime gives their GPU-time lost; steady, as `now` is, from the
+  // offset taken at construction.
+  double engine_s(Clock::time_point now) const;
   std::size_t moves_in_window(Clock::time_point now);
 
   placement::Scheduler& scheduler_;
@@ -123,6 +131,7 @@ class Consolidator {
   const Budgets budgets_;
   const ConsolidatorOptions options_;
   const Log log_;
+  const double unix_offset_s_;  // Unix time minus the steady clock, at construction
 
   mutable std::mutex mu_;                  // waiting_ and next_seq_ (the informers add and remove)
   std::map<std::string, Waiter> waiting_;  // by UID
