@@ -34,17 +34,10 @@ die() { echo "bind_trust_check: $*" >&2; exit 2; }
 for c in etcd kubectl openssl curl python3; do command -v $c >/dev/null || die "$c not found"; done
 for b in "$bin/kube-apiserver" "$bin/kube-scheduler" "$ext"; do [[ -x $b ]] || die "missing $b"; done
 dir=$(mktemp -d); pids=()
-cleanup() {
-  # Newest first: a kube-apiserver whose etcd is gone takes a minute to stop.
-  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-    kill "${pids[i]}" 2>/dev/null || true; wait "${pids[i]}" 2>/dev/null || true
-  done
-  if [[ ${KEEP:-} == 1 ]]; then echo "bind_trust_check: logs in $dir" >&2; else rm -rf "$dir"; fi
-}
-trap cleanup EXIT
-cd "$dir"
 # shellcheck source=local_control_plane.sh
 . "$here/local_control_plane.sh"
+trap "stop_local_cluster bind_trust_check" EXIT
+cd "$dir"
 start_control_plane "$bin"
 echo "bind_trust_check: kube-apiserver $("$bin/kube-apiserver" --version | cut -d' ' -f2)," \
   "authorization Node,RBAC" >&2

@@ -38,16 +38,10 @@ for b in "$bin/kube-apiserver" "$bin/kube-controller-manager" "$bin/kube-schedul
   [[ -x $b ]] || die "missing $b"
 done
 dir=$(mktemp -d); pids=()
-cleanup() {
-  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-    kill "${pids[i]}" 2>/dev/null || true; wait "${pids[i]}" 2>/dev/null || true
-  done
-  if [[ ${KEEP:-} == 1 ]]; then echo "consolidation_e2e: logs in $dir" >&2; else rm -rf "$dir"; fi
-}
-trap cleanup EXIT
-cd "$dir"
 # shellcheck source=local_control_plane.sh
 . "$here/local_control_plane.sh"
+trap "stop_local_cluster consolidation_e2e" EXIT
+cd "$dir"
 start_control_plane "$bin"
 echo "consolidation_e2e: kube-apiserver $("$bin/kube-apiserver" --version | cut -d' ' -f2)" >&2
 

@@ -7,9 +7,20 @@
 #
 #   start_control_plane K8S_BIN_DIR [extra kube-apiserver flags...]
 #
+# stop_local_cluster NAME is the caller's EXIT trap (stops pids newest first, removes $dir
+# unless KEEP=1).
+#
 # Sets api (its URL), writes admin.kubeconfig and defines kc FILE TOKEN (a kubeconfig for a
 # token), admin (kubectl as system:masters) and apply_manifests DIR. Returns once /readyz
 # answers.
+
+stop_local_cluster() {  # NAME: the EXIT trap of a check; stops what it started, newest first
+  # Newest first: a kube-apiserver whose etcd is gone takes a minute to stop.
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill "${pids[i]}" 2>/dev/null || true; wait "${pids[i]}" 2>/dev/null || true
+  done
+  if [[ ${KEEP:-} == 1 ]]; then echo "$1: logs in $dir" >&2; else rm -rf "$dir"; fi
+}
 
 kc() {  # kubeconfig FILE TOKEN
   printf '%s\n' "apiVersion: v1" "kind: Config" \
