@@ -25,15 +25,10 @@ die() { echo "agent_policy_check: $*" >&2; exit 2; }
 for c in etcd kubectl openssl curl python3; do command -v $c >/dev/null || die "$c not found"; done
 [[ -x $bin/kube-apiserver ]] || die "missing $bin/kube-apiserver"
 dir=$(mktemp -d); pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [[ ${KEEP:-} == 1 ]]; then echo "agent_policy_check: logs in $dir" >&2; else rm -rf "$dir"; fi
-}
-trap cleanup EXIT
 cd "$dir"
 # shellcheck source=local_control_plane.sh
 . "$here/local_control_plane.sh"
+trap "stop_local_cluster agent_policy_check" EXIT
 
 # ---- control plane ----------------------------------------------------------------------------
 version=$("$bin/kube-apiserver" --version | sed 's/.*v\([0-9]*\.[0-9]*\).*/\1/')
