@@ -122,6 +122,11 @@ std::vector<MetricFamily> waiting_families(const WaitStatus& w) {
                              "Nodes held for the oldest waiting pod (0 or 1): no other pod of "
                              "no higher priority gets them until it starts.")),
       nullptr, "", w.reserved_nodes);
+  add(out.emplace_back(gauge("gapless_consolidation_held_rooms",
+                             "Nodes consolidation evicted pods from and keeps for the pod it "
+                             "made room for, while the evicted pods terminate and "
+                             "consolidation.holdSeconds after.")),
+      nullptr, "", w.held_rooms);
   return out;
 }
 

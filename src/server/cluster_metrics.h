@@ -24,9 +24,10 @@ std::vector<prometheus::MetricFamily> cluster_families(const placement::ClusterS
 struct WaitStatus {
   double waiting = 0;         // pods recorded as waiting (placement::Scheduler::waiting)
   double reserved_nodes = 0;  // 1 while the oldest of them holds a node, else 0
+  double held_rooms = 0;      // nodes consolidation freed and keeps for a waiting pod
 };
 
-// gapless_waiting_pods and gapless_drain_reserved_nodes.
+// gapless_waiting_pods, gapless_drain_reserved_nodes and gapless_consolidation_held_rooms.
 std::vector<prometheus::MetricFamily> waiting_families(const WaitStatus& w);
 
 // gapless_quota_used and gapless_quota_limit, a series per placement::QuotaRow (labels quota,

@@ -240,6 +240,10 @@ std::string Extender::gpu_map() const {
   }
   json drain_out = nullptr;
   if (drain) drain_out = {{"uid", drain->pod_uid}, {"node", drain->node}};
+  json holds = json::array();  // rooms consolidation keeps for a waiting pod
+  for (const placement::RoomHold& h : scheduler_.holds()) {
+    holds.push_back({{"uid", h.room.pod_uid}, {"node", h.room.node}});
+  }
   return wire::dump(
       json{{"version", 1},
            {"cluster",
@@ -256,7 +260,8 @@ std::string Extender::gpu_map() const {
            {"pending", std::move(pending)},
            {"pendingMore", listed.size() >= kMaxPendingShown},
            {"waiting", scheduler_.waiting()},
-           {"drain", std::move(drain_out)}});
+           {"drain", std::move(drain_out)},
+           {"holds", std::move(holds)}});
 }
 
 std::string Extender::explain_pending(const std::string& uid) const {

@@ -82,6 +82,20 @@ json drain_json(const std::optional<placement::DrainReservation>& d) {
   return {{"pod", d->pod_uid}, {"node", d->node}};
 }
 
+// Rooms consolidation freed and keeps for a waiting pod (placement/drain.h RoomHold): the pod,
+// the node, the evicted pods the model still holds (the hold lasts while they terminate) and
+// how long it lasts after they left.
+json holds_json(const std::vector<placement::RoomHold>& holds) {
+  json out = json::array();
+  for (const placement::RoomHold& h : holds) {
+    out.push_back({{"pod", h.room.pod_uid},
+                   {"node", h.room.node},
+                   {"evictedTerminating", h.evicted},
+                   {"holdSeconds", h.hold_s}});
+  }
+  return out;
+}
+
 }  // namespace
 
 json nvlink_islands(const model::Node& n) {
@@ -139,7 +153,8 @@ std::string Extender::debug_state() const {
                          {"nodes", std::move(nodes)},
                          {"allocations", std::move(allocations)},
                          {"waiting", scheduler_.waiting()},
-                         {"drain", drain_json(scheduler_.drain())}});
+                         {"drain", drain_json(scheduler_.drain())},
+                         {"roomHolds", holds_json(scheduler_.holds())}});
 }
 
 std::string Extender::metrics_text() const {
@@ -151,7 +166,8 @@ std::string Extender::metrics_text() const {
   std::vector<prometheus::MetricFamily> families = cluster_families(summary, mix);
   for (auto& f : quota_families(scheduler_.quota_rows())) families.push_back(std::move(f));
   const WaitStatus wait{static_cast<double>(scheduler_.waiting()),
-                        scheduler_.drain().has_value() ? 1.0 : 0.0};
+                        scheduler_.drain().has_value() ? 1.0 : 0.0,
+                        static_cast<double>(scheduler_.holds().size())};
   for (auto& f : waiting_families(wait)) families.push_back(std::move(f));
   return metrics_.serialize(std::move(families));
 }

@@ -107,4 +107,48 @@ TEST_CASE("a pod that fails filter once holds nothing; small pods are never reco
   CHECK(srv.extender().scheduler().waiting() == 1);  // big only
 }
 
+TEST_CASE("a room consolidation holds shows in /debug/state, the GPU map and /metrics",
+          "[server][drain][consolidation]") {
+  TestServer srv(three_nodes());
+  fill(srv, "n-b", 3);
+  const auto held_rooms = [&] {
+    return metric_sample(srv.get("/metrics").body, "gapless_consolidation_held_rooms");
+  };
+  const auto state = [&] { return json::parse(srv.get("/debug/state").body); };
+  const auto map = [&] { return json::parse(srv.get("/ui/map.json").body); };
+  CHECK(held_rooms() == 0.0);
+  CHECK(state().at("roomHolds") == json::array());
+  CHECK(map().at("holds") == json::array());
+
+  // What the consolidation driver does once it evicts a plan's pods: n-b is kept for "big".
+  model::PodInfo big;
+  big.ns = "ml";
+  big.name = "big";
+  big.uid = "uid-big";
+  placement::ConsolidationPlan plan;
+  plan.node = "n-b";
+  for (const char* uid : {"uid-n-b-0", "uid-gone"}) {  // the second no longer in the model
+    placement::PlannedMove m;
+    m.pod_uid = uid;
+    m.from = "n-b";
+    m.to = "n-c";
+    plan.moves.push_back(m);
+  }
+  srv.extender().scheduler().hold_room(big, plan, 0.0);
+
+  CHECK(held_rooms() == 1.0);
+  const json holds = state().at("roomHolds");
+  REQUIRE(holds.size() == 1);
+  CHECK(holds[0].at("pod") == "uid-big");
+  CHECK(holds[0].at("node") == "n-b");
+  CHECK(holds[0].at("evictedTerminating") == json::array({"uid-n-b-0"}));
+  CHECK(holds[0].at("holdSeconds") == 60.0);  // the built-in policy's consolidation.holdSeconds
+  CHECK(map().at("holds") == json::array({{{"uid", "uid-big"}, {"node", "n-b"}}}));
+
+  REQUIRE(srv.extender().scheduler().release_room("uid-big"));
+  CHECK(held_rooms() == 0.0);
+  CHECK(state().at("roomHolds") == json::array());
+  CHECK(map().at("holds") == json::array());
+}
+
 }  // namespace gapless::test
