@@ -3,6 +3,7 @@
 # Kubernetes"). Local only, never in CI; no root.
 #
 #   scripts/consolidation_e2e.sh K8S_BIN_DIR [GAPLESS_EXTENDER]
+#   scripts/consolidation_e2e.sh --kubelets GAPLESS_BUILD_DIR K8S_BIN_DIR   (as root)
 #
 # K8S_BIN_DIR holds kube-apiserver, kube-controller-manager and kube-scheduler (v1.26);
 # GAPLESS_EXTENDER defaults to build/gapless-extender; etcd, kubectl, openssl, curl and python3
@@ -19,6 +20,13 @@
 # evicted pod stays Terminating until the script deletes it with --grace-period=0 (what a
 # kubelet does once its containers stop).
 #
+# --kubelets: the nodes are real ones instead (scripts/kubelet_nodes.sh, as scripts/kubelet_e2e.sh
+# runs them): a v1.26 kubelet (K8S_BIN_DIR/kubelet) on gapless-fakecri (K8S_BIN_DIR) and
+# gapless-agent --device-plugin over the fake NVML (GAPLESS_BUILD_DIR, whose gapless-extender is
+# used). Nothing is force-deleted: the kubelets stop evicted pods and delete them, pods must be
+# Running, and every live container's recorded env must be its allocation record (kubelet_e2e.py
+# check-live): train's lists its 8 GPUs, no GPU is in two live containers.
+#
 # Scenario: Deployment serve (2 replicas x 2 GPUs, gapless.io/movable: "true") lands on one node
 # (X); a bare pod fixed (3 GPUs, never movable) is pinned to the other (Y). Pod train asks 8 GPUs:
 # no node has them. 1) A PodDisruptionBudget minAvailable: 2 on serve: Gapless evicts nothing and
@@ -29,18 +37,28 @@
 # One line per check, PASS or FAIL. Environment: KEEP=1 keeps the temporary directory.
 # Exit status: 0 all checks passed, 3 a check failed, other: the harness failed.
 set -euo pipefail
+gbuild=""  # --kubelets: real nodes
+if [[ ${1:-} == --kubelets ]]; then gbuild=$(realpath "${2:?GAPLESS_BUILD_DIR}"); shift 2; fi
 bin=$(realpath "${1:?K8S_BIN_DIR (kube-apiserver, kube-controller-manager, kube-scheduler)}")
 here=$(cd "$(dirname "$0")" && pwd); repo=$(dirname "$here")
-ext=$(realpath "${2:-$repo/build/gapless-extender}")
+ext=$(realpath "${2:-${gbuild:-$repo/build}/gapless-extender}")
 die() { echo "consolidation_e2e: $*" >&2; exit 2; }
 for c in etcd kubectl openssl curl python3; do command -v $c >/dev/null || die "$c not found"; done
-for b in "$bin/kube-apiserver" "$bin/kube-controller-manager" "$bin/kube-scheduler" "$ext"; do
+for b in "$bin/kube-apiserver" "$bin/kube-controller-manager" "$bin/kube-scheduler" "$ext" \
+         ${gbuild:+"$bin/kubelet" "$bin/gapless-fakecri" "$gbuild/gapless-agent"}; do
   [[ -x $b ]] || die "missing $b"
 done
+[[ -z $gbuild || $(id -u) == 0 ]] || die "--kubelets needs root (mount namespaces)"
 dir=$(mktemp -d); pids=()
 # shellcheck source=local_control_plane.sh
 . "$here/local_control_plane.sh"
-trap "stop_local_cluster consolidation_e2e" EXIT
+if [[ -n $gbuild ]]; then
+  # shellcheck source=kubelet_nodes.sh
+  . "$here/kubelet_nodes.sh"
+  trap "stop_kubelet_nodes; stop_local_cluster consolidation_e2e" EXIT
+else
+  trap "stop_local_cluster consolidation_e2e" EXIT
+fi
 cd "$dir"
 start_control_plane "$bin"
 echo "consolidation_e2e: kube-apiserver $("$bin/kube-apiserver" --version | cut -d' ' -f2)" >&2
@@ -74,8 +92,14 @@ EOF
     -p "$(jq_py 'print(json.dumps({"status": d["status"]}))' < node.json)" > /dev/null
   admin patch node "$1" --type merge -p '{"spec":{"taints":null}}' > /dev/null
 }
-node node-a
-node node-b
+if [[ -n $gbuild ]]; then
+  export KUBE_API=$api KUBE_TOKEN=admintoken  # for kubelet_e2e.py; api: start_control_plane's
+  start_kubelet_nodes "$bin" "$gbuild" "$dir/admin.kubeconfig" \
+    node-a node-b
+else
+  node node-a
+  node node-b
+fi
 
 # ---- controllers, the extender, kube-scheduler ------------------------------------------------
 read -r kcm_port verbs probes sched_port < <(free_ports 4)
@@ -92,11 +116,13 @@ print("\n".join(lines))
 EOF
 token=$(admin -n gapless-system create token gapless-scheduler --duration 1h)
 kc extender.kubeconfig "$token"
+pairing=(--pairing-wait 0)  # no kubelet, no device plugin: binds have nothing to wait for
+[[ -z $gbuild ]] || pairing=()
 host=$(hostname)  # kube-scheduler's lease identity is "<host name>_<uuid>"
 "$ext" --kubeconfig extender.kubeconfig --listen "127.0.0.1:$verbs" \
   --probe-listen "127.0.0.1:$probes" --claims-namespace gapless-system --policy policy.yaml \
   --replica-name "$host" --scheduler-lease gapless-system/gapless-scheduler \
-  --pairing-wait 0 > extender.log 2>&1 & pids+=($!)
+  "${pairing[@]}" > extender.log 2>&1 & pids+=($!)
 for _ in $(seq 60); do curl -sf "127.0.0.1:$probes/readyz" >/dev/null && break; sleep 0.5; done
 curl -sf "127.0.0.1:$probes/readyz" >/dev/null || die "gapless-extender not ready: $(tail -5 extender.log)"
 sed -e "s|^leaderElection:|clientConnection: {kubeconfig: $dir/admin.kubeconfig}\nleaderElection:|" \
@@ -106,19 +132,24 @@ sed -e "s|^leaderElection:|clientConnection: {kubeconfig: $dir/admin.kubeconfig}
   --bind-address=127.0.0.1 --cert-dir=scheduler-certs > scheduler.log 2>&1 & pids+=($!)
 
 # ---- workloads ----------------------------------------------------------------------------------
+# Where a pod is: its node once bound; on real nodes once it is Running there (need=Running).
+need=""; at="bound to"
+[[ -z $gbuild ]] || { need=Running; at="Running on"; }
+placed='(p["spec"].get("nodeName", "") if NEED in ("", p.get("status", {}).get("phase")) else "")'
 pods_json() { admin -n ml get pods -o json; }
-node_of() { admin -n ml get pod "$1" -o json | jq_py 'print(d["spec"].get("nodeName", ""))'; }
+node_of() { admin -n ml get pod "$1" -o json | jq_py "NEED='$need'; p=d; print($placed)"; }
 serve_nodes() {  # "name node" per live serve pod (not terminating)
-  pods_json | jq_py '
+  pods_json | jq_py "NEED='$need'"'
 for p in d["items"]:
     m = p["metadata"]
     if m.get("labels", {}).get("app") == "serve" and not m.get("deletionTimestamp"):
-        print(m["name"], p["spec"].get("nodeName", ""))'
+        print(m["name"], '"$placed"')'
 }
 gpu_pod() {  # NAME GPUS EXTRA-SPEC-JSON: a bare pod of gapless-scheduler
   python3 - "$@" <<'EOF' | admin create -f - > /dev/null
 import json, sys
-spec = {"schedulerName": "gapless-scheduler",
+spec = {"schedulerName": "gapless-scheduler", "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
         "containers": [{"name": "main", "image": "example.invalid/gpu",
                         "resources": {"limits": {"nvidia.com/gpu": sys.argv[2]}}}]}
 spec.update(json.loads(sys.argv[3]))
@@ -140,25 +171,27 @@ spec:
     spec:
       schedulerName: gapless-scheduler
       terminationGracePeriodSeconds: 5
+      automountServiceAccountToken: false  # no token controller, no kube-root-ca.crt here
+      enableServiceLinks: false
       containers:
       - {name: main, image: example.invalid/serve, resources: {limits: {nvidia.com/gpu: "2"}}}
 EOF
 for _ in $(seq 120); do
   [[ $(serve_nodes | awk '$2 != ""' | wc -l) == 2 ]] && break; sleep 0.5
 done
-mapfile -t placed < <(serve_nodes | awk '{print $2}' | sort -u)
-if [[ ${#placed[@]} == 1 && -n ${placed[0]} ]]; then
-  X=${placed[0]}; pass "Deployment serve's 2 replicas (2 GPUs each) are bound to $X: $(serve_nodes | tr '\n' ' ')"
+mapfile -t where < <(serve_nodes | awk '{print $2}' | sort -u)
+if [[ ${#where[@]} == 1 && -n ${where[0]} ]]; then
+  X=${where[0]}; pass "Deployment serve's 2 replicas (2 GPUs each) are $at $X: $(serve_nodes | tr '\n' ' ')"
 else
-  fail "serve's replicas are not on one node: $(serve_nodes | tr '\n' ' ')"; exit 3
+  fail "serve's replicas are not $at one node: $(serve_nodes | tr '\n' ' ')"; exit 3
 fi
 Y=node-a; [[ $X == node-a ]] && Y=node-b
 # 3 GPUs, so that train's drain target (drain.minGpus: the node closest to taking it, 4 GPUs to
 # free on X, 3 on Y) is Y, not the node the plan frees: only the held room keeps X for train.
 gpu_pod fixed 3 "{\"nodeSelector\": {\"kubernetes.io/hostname\": \"$Y\"}}"
 for _ in $(seq 60); do [[ -n $(node_of fixed) ]] && break; sleep 0.5; done
-[[ $(node_of fixed) == "$Y" ]] && pass "bare pod fixed (3 GPUs) bound to $Y" \
-  || { fail "pod fixed not bound to $Y"; exit 3; }
+[[ $(node_of fixed) == "$Y" ]] && pass "bare pod fixed (3 GPUs) $at $Y" \
+  || { fail "pod fixed not $at $Y"; exit 3; }
 
 # ---- 1) a budget forbids the evictions: Gapless waits ------------------------------------------
 admin -n ml apply -f - > /dev/null <<'EOF'
@@ -195,40 +228,50 @@ terminating() {  # names of evicted pods not deleted yet
 for p in d["items"]:
     if p["metadata"].get("deletionTimestamp"): print(p["metadata"]["name"])'
 }
+evicted_pods() {  # names of the pods Gapless evicted (its ConsolidationEviction Events)
+  admin -n ml get events -o json | jq_py "
+for e in d['items']:
+    if e['reason'] == 'ConsolidationEviction': print(e['involvedObject']['name'])" | sort -u
+}
 # While the evicted pods terminate (they still hold their GPUs, X has 4 free), the extender keeps
-# X for train: a 2-GPU pod, as serve's replacements ask, is refused there.
-for _ in $(seq 90); do [[ -n $(terminating) ]] && break; sleep 0.5; done
+# X for train: a 2-GPU pod, as serve's replacements ask, is refused there. (A real kubelet may
+# have deleted them already: the room is held until train is bound.)
+for _ in $(seq 90); do [[ -n $(terminating) || -n $(evicted_pods) ]] && break; sleep 0.5; done
+while="while the evicted pods terminate"
+[[ -z $gbuild ]] || while="after the evictions ($(terminating | wc -l) still terminating), before train is bound"
 probe='{"Pod":{"metadata":{"name":"probe","namespace":"ml","uid":"uid-probe"},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"2"}}}]}},"NodeNames":["node-a","node-b"]}'
 held=$(curl -s "127.0.0.1:$verbs/debug/explain" -d "$probe" | X=$X jq_py '
 import os
 for n in d["Nodes"]:
     if n["Node"] == os.environ["X"]: print(n["Verdict"] + ": " + n["Reason"])')
 if [[ $held == "unresolvable: "*"consolidation made room"* ]]; then
-  pass "while the evicted pods terminate, $X is kept for train: a 2-GPU pod there is $held"
+  pass "$while, $X is kept for train: a 2-GPU pod there is $held"
 else
-  fail "$X is not kept for train while the evicted pods terminate: '$held' (terminating: $(terminating | tr '\n' ' '))"
+  fail "$X is not kept for train $while: '$held' (terminating: $(terminating | tr '\n' ' '))"
 fi
-# What a kubelet does with an evicted pod once its containers stop: delete it for good. Until
-# train is bound, no live serve pod may be bound to X (the room freed for train).
+# Without kubelets the script does what a kubelet does with an evicted pod once its containers
+# stop: delete it for good. Until train is bound, no live serve pod may be bound to X (the room
+# freed for train).
 on_x_early=""
 for _ in $(seq 120); do
-  terminating | while read -r p; do
+  [[ -n $gbuild ]] || terminating | while read -r p; do
     admin -n ml delete pod "$p" --grace-period=0 --force > /dev/null 2>&1 || true
   done
-  [[ -n $(node_of train) ]] && break
-  on_x_early+=$(serve_nodes | awk -v x="$X" '$2 == x {printf "%s ", $1}')
+  [[ -n $(need="" node_of train) ]] && break
+  on_x_early+=$(need="" serve_nodes | awk -v x="$X" '$2 == x {printf "%s ", $1}')
   sleep 1
 done
+for _ in $(seq 120); do [[ -n $(node_of train) ]] && break; sleep 0.5; done  # Running, on nodes
 if [[ $(node_of train) == "$X" ]]; then
-  pass "train (8 GPUs) bound to $X after Gapless evicted serve's replicas there"
+  pass "train (8 GPUs) $at $X after Gapless evicted serve's replicas there"
 else
-  fail "train not bound to $X (node '$(node_of train)'); extender log: $(grep consolidation extender.log | tail -3)"
+  fail "train not $at $X (node '$(need="" node_of train)'); extender log: $(grep consolidation extender.log | tail -3)"
 fi
 for _ in $(seq 60); do
   [[ $(serve_nodes | awk -v y="$Y" '$2 == y' | wc -l) == 2 ]] && break; sleep 0.5
 done
 if [[ $(serve_nodes | awk -v y="$Y" '$2 == y' | wc -l) == 2 ]]; then
-  pass "serve's replacement replicas bound to $Y: $(serve_nodes | tr '\n' ' ')"
+  pass "serve's replacement replicas $at $Y: $(serve_nodes | tr '\n' ' ')"
 else
   fail "serve's replicas: $(serve_nodes | tr '\n' ' ')"
 fi
@@ -239,6 +282,25 @@ if [[ -z $on_x_early && $evictions == 2 ]]; then
 else
   early=$(tr ' ' '\n' <<< "$on_x_early" | sort -u | tr '\n' ' ')
   fail "replacements on $X before train was bound:$early; evictions in all: $evictions"
+fi
+if [[ -n $gbuild ]]; then
+  # Only the kubelets delete pods here (no pod GC, no force-delete): gone means X's kubelet
+  # stopped the evicted pods' containers and removed them.
+  gone="" killed=""
+  for p in $(evicted_pods); do
+    admin -n ml get pod "$p" > /dev/null 2>&1 || gone+="$p "
+    grep -q "Killing container with a grace period.*ml/$p" "$dir/$X/kubelet.log" && killed+="$p "
+  done
+  if [[ -n $gone && $gone == "$killed" && $gone == "$(evicted_pods | tr '\n' ' ')" ]]; then
+    pass "the evicted pods ${gone}were stopped by $X's kubelet ('Killing container with a grace period') and are gone, none force-deleted"
+  else
+    fail "evicted: $(evicted_pods | tr '\n' ' '); gone: $gone; killed by $X's kubelet: $killed"
+  fi
+  if live=$(python3 "$here/kubelet_e2e.py" check-live ml train "$dir"/node-{a,b}/creates.jsonl); then
+    pass "every Running container got its record's GPUs, none twice; $(tr '\n' ';' <<< "$live")"
+  else
+    fail "containers against their records: $(tr '\n' ';' <<< "$live")"
+  fi
 fi
 echo "events on train:"; events_on train | sed 's/^/  /'
 echo "events on evicted pods:"

@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
 """Pods and checks for scripts/kubelet_e2e.sh (real kubelets, gapless-agent --device-plugin).
 
-Talks to the local API server the script starts (https://127.0.0.1:6443, token e2etoken):
+Talks to the local API server the script starts (KUBE_API, default https://127.0.0.1:6443, with
+KUBE_TOKEN, default e2etoken):
   kubelet_e2e.py nodes-ready NODE...        waits for the Nodes to be Ready, removes not-ready taints
   kubelet_e2e.py nodes-gpus NODE...         waits for 8 nvidia.com/gpu and the topology annotation
   kubelet_e2e.py rounds N RECORDS...        N rounds: burst, check, delete half (see churn())
   kubelet_e2e.py one-node NODE K RECORDS... K bursts of 16 pods pinned to NODE: time to Running
+  kubelet_e2e.py check-live NS POD RECORDS... the Running pods of namespace NS: env = record, no GPU
+                                            twice; prints what POD's container received
 RECORDS are the fake runtimes' CreateContainer files (JSON lines, gapless-fakecri).
 Only the Python standard library. Never run in CI. Exit 3 when a check failed."""
-import concurrent.futures, json, math, ssl, sys, time, urllib.error, urllib.request
+import concurrent.futures, json, math, os, ssl, sys, time, urllib.error, urllib.request
 
-API = "https://127.0.0.1:6443"
+API = os.environ.get("KUBE_API", "https://127.0.0.1:6443")
 CTX = ssl._create_unverified_context()
-HDR = {"Authorization": "Bearer e2etoken", "Content-Type": "application/json"}
+HDR = {"Authorization": "Bearer " + os.environ.get("KUBE_TOKEN", "e2etoken"),
+       "Content-Type": "application/json"}
 NS = "default"
 RUN_TIMEOUT = 180  # seconds a burst may take from creation to all pods Running
 SHARES = [(2048, 50), (4096, 60), (6144, 70), (8192, 80)]  # (MiB, milli-GPU), two of each
@@ -125,8 +129,8 @@ def create(pods):
         list(ex.map(lambda p: call("POST", f"/api/v1/namespaces/{NS}/pods", p), pods))
 
 
-def list_pods():
-    return call("GET", f"/api/v1/namespaces/{NS}/pods?labelSelector=e2e%3Dgapless")["items"]
+def list_pods(ns=NS, selector="?labelSelector=e2e%3Dgapless"):
+    return call("GET", f"/api/v1/namespaces/{ns}/pods{selector}")["items"]
 
 
 def running(p):
@@ -310,6 +314,22 @@ def one_node(node, k, record_files):
     return 3 if bad else 0
 
 
+def check_live(ns, name, record_files):
+    """Every Running, not terminating pod of ns: its container's env against its record, no GPU
+    in two of them; then what pod name's container received. Exit 3 on any problem."""
+    live = [p for p in list_pods(ns, "") if running(p) and not p["metadata"].get("deletionTimestamp")]
+    mism, twice = check(live, record_files, ns)
+    print(f"live Running pods in {ns}: {len(live)} ({' '.join(sorted(p['metadata']['name'] + '@' + p['spec']['nodeName'] for p in live))}), "
+          f"mismatches {mism}, GPUs given twice {twice}")
+    records = load_records(record_files)
+    mine = [p for p in live if p["metadata"]["name"] == name]
+    got = got_env(mine[0], records) if mine else None
+    gpus = [g for g in (got or {}).get("NVIDIA_VISIBLE_DEVICES", "").split(",") if g]
+    print(f"{name}: NVIDIA_VISIBLE_DEVICES of its container: {','.join(gpus) or 'none'}")
+    want = gpu_count(mine[0]) if mine else -1
+    return 3 if mism or twice or len(gpus) != want else 0
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "nodes-ready":
@@ -320,5 +340,7 @@ if __name__ == "__main__":
         sys.exit(rounds(int(sys.argv[2]), sys.argv[3:]))
     elif cmd == "one-node":
         sys.exit(one_node(sys.argv[2], int(sys.argv[3]), sys.argv[4:]))
+    elif cmd == "check-live":
+        sys.exit(check_live(sys.argv[2], sys.argv[3], sys.argv[4:]))
     else:
         die(f"unknown command {cmd}")

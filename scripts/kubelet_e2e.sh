@@ -28,35 +28,12 @@
 # spaces), KEEP=1 keeps the temporary directory with every log.
 # Exit status: 0 all checks passed, 3 a check failed, other: the harness failed (message says).
 set -euo pipefail
-if [[ ${1:-} == __node ]]; then  # inside `unshare -m`: one node's mounts, runtime and kubelet
-  shift; node=$1 dir=$2 bin=$3 kc=$4
-  mount --make-rprivate /
-  mount --bind "$dir/plugins" /var/lib/kubelet/device-plugins
-  mount --bind "$dir/logs/pods" /var/log/pods
-  mount --bind "$dir/logs/containers" /var/log/containers
-  for kv in vm/overcommit_memory=1 vm/panic_on_oom=0 kernel/panic=10 kernel/panic_on_oops=1 \
-            kernel/keys/root_maxkeys=1000000 kernel/keys/root_maxbytes=25000000; do
-    f="$dir/sysctl/${kv%%=*}"; mkdir -p "$(dirname "$f")"; echo "${kv#*=}" > "$f"
-    mount --bind "$f" "/proc/sys/${kv%%=*}"
-  done
-  "$bin/gapless-fakecri" -socket "$dir/cri.sock" -records "$dir/creates.jsonl" \
-    > "$dir/fakecri.log" 2>&1 &
-  for _ in $(seq 100); do [[ -S $dir/cri.sock ]] && break; sleep 0.1; done
-  [[ -S $dir/cri.sock ]] || { echo "$node: gapless-fakecri did not start" >&2; exit 1; }
-  cd "$dir/work"  # an empty working directory
-  exec "$bin/kubelet" --config "$dir/kubelet.yaml" --kubeconfig "$kc" \
-    --container-runtime-endpoint "unix://$dir/cri.sock" \
-    --image-service-endpoint "unix://$dir/cri.sock" --root-dir "$dir/root" \
-    --cert-dir "$dir/pki" --hostname-override "$node" --v=2 > "$dir/kubelet.log" 2>&1
-fi
-
 bin=$(realpath "${1:?K8S_BIN_DIR (kube-apiserver, kube-scheduler, kubelet, gapless-fakecri)}")
 gbuild=$(realpath "${2:?GAPLESS_BUILD_DIR (gapless-extender, gapless-agent, fake_nvml/libnvidia-ml.so.1)}")
 mode=${3:-rounds}; count=${4:-3}
-here=$(cd "$(dirname "$0")" && pwd); repo=$(dirname "$here"); self="$here/$(basename "$0")"
-fake_nvml="$gbuild/fake_nvml/libnvidia-ml.so.1"
+here=$(cd "$(dirname "$0")" && pwd); repo=$(dirname "$here")
 for f in "$bin"/{kube-apiserver,kube-scheduler,kubelet,gapless-fakecri} \
-         "$gbuild"/{gapless-extender,gapless-agent} "$fake_nvml"; do
+         "$gbuild"/{gapless-extender,gapless-agent,fake_nvml/libnvidia-ml.so.1}; do
   [[ -x $f || -f $f ]] || { echo "kubelet_e2e: missing $f" >&2; exit 2; }
 done
 command -v etcd >/dev/null || { echo "kubelet_e2e: etcd not found (apt-get install etcd-server)" >&2; exit 2; }
@@ -64,17 +41,12 @@ command -v etcd >/dev/null || { echo "kubelet_e2e: etcd not found (apt-get insta
 case $mode in rounds|one-node) ;; *) echo "kubelet_e2e: mode is rounds or one-node" >&2; exit 2;; esac
 
 dir=$(mktemp -d /tmp/kubelet-e2e.XXXXXX); cd "$dir"
-pids=()      # process groups to end (each started with setsid)
-made=()      # host mount points created here, removed again if still empty
+# shellcheck source=kubelet_nodes.sh
+. "$here/kubelet_nodes.sh"  # start_group, wait_url, start_kubelet_nodes, stop_kubelet_nodes
 cleanup() {
   local rc=$?
-  for p in "${pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 -- "-$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL -- "-$p" 2>/dev/null || true
-  done
+  stop_kubelet_nodes
   wait 2>/dev/null || true
-  for ((i = ${#made[@]} - 1; i >= 0; i--)); do rmdir "${made[i]}" 2>/dev/null || true; done
   if [[ -n ${KEEP:-} || $rc -ne 0 && $rc -ne 3 ]]; then
     echo "kubelet_e2e: logs kept in $dir" >&2
   else
@@ -84,18 +56,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-start() {  # log-name command...: runs it in its own process group
-  local log=$1; shift
-  setsid "$@" > "$dir/$log.log" 2>&1 & pids+=($!)
-}
-wait_url() {  # what url seconds [curl args...]
-  local what=$1 url=$2 secs=$3; shift 3
-  for _ in $(seq $((secs * 2))); do curl -sf "$@" "$url" >/dev/null 2>&1 && return 0; sleep 0.5; done
-  echo "kubelet_e2e: $what not up after $secs s (logs in $dir)" >&2; exit 2
-}
-for d in /var/lib/kubelet /var/lib/kubelet/device-plugins /var/log/pods /var/log/containers; do
-  [[ -d $d ]] || { mkdir "$d"; made+=("$d"); }
-done
 
 # ---- control plane (as scripts/kube_throughput.sh) ---------------------------------------------
 openssl genrsa -out sa.key 2048 2>/dev/null; openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
@@ -108,9 +68,9 @@ users: [{name: admin, user: {token: e2etoken}}]
 contexts: [{name: e2e, context: {cluster: e2e, user: admin}}]
 current-context: e2e
 K
-start etcd etcd --data-dir etcd --listen-client-urls http://127.0.0.1:2379 \
+start_group etcd etcd --data-dir etcd --listen-client-urls http://127.0.0.1:2379 \
   --advertise-client-urls http://127.0.0.1:2379 --listen-peer-urls http://127.0.0.1:2380
-start apiserver "$bin/kube-apiserver" --etcd-servers=http://127.0.0.1:2379 \
+start_group apiserver "$bin/kube-apiserver" --etcd-servers=http://127.0.0.1:2379 \
   --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=6443 --cert-dir=certs \
   --service-account-issuer=https://kubernetes.default.svc --service-account-key-file=sa.pub \
   --service-account-signing-key-file=sa.key --token-auth-file=tokens.csv \
@@ -121,62 +81,19 @@ curl -sfk -H "Authorization: Bearer e2etoken" -H "Content-Type: application/json
   -d '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"gapless-system"}}' \
   https://127.0.0.1:6443/api/v1/namespaces >/dev/null  # where the extender writes its claims
 # shellcheck disable=SC2086  # extra flags split on spaces
-start extender "$gbuild/gapless-extender" --kubeconfig kubeconfig --listen 127.0.0.1:8899 \
+start_group extender "$gbuild/gapless-extender" --kubeconfig kubeconfig --listen 127.0.0.1:8899 \
   ${EXTENDER_ARGS:-}
 wait_url gapless-extender http://127.0.0.1:8899/readyz 60
 conn="clientConnection: {kubeconfig: $dir/kubeconfig, qps: 200, burst: 400}"
 sed -e "s|^leaderElection:.*|$conn\nleaderElection: {leaderElect: false}|" \
   -e 's|http://127.0.0.1:8888|http://127.0.0.1:8899|' \
   "${SCHEDULER_CONFIG:-$repo/manifests/scheduler-config.yaml}" > scheduler.yaml
-start scheduler "$bin/kube-scheduler" --config scheduler.yaml --secure-port=0
+start_group scheduler "$bin/kube-scheduler" --config scheduler.yaml --secure-port=0
 
 # ---- nodes --------------------------------------------------------------------------------------
 nodes=(node-a node-b)
-for i in 0 1; do
-  node=${nodes[i]} nd="$dir/${nodes[i]}"
-  mkdir -p "$nd"/{plugins,logs/pods,logs/containers,root,pki,work,volume-plugins}
-  cat > "$nd/kubelet.yaml" <<Y
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: 127.0.0.1
-port: $((10250 + 10 * i))
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: $((10248 + 10 * i))
-authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
-authorization: {mode: AlwaysAllow}
-cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-failSwapOn: false
-evictionHard: {}
-makeIPTablesUtilChains: false
-imageGCHighThresholdPercent: 100
-staticPodPath: ""
-cpuManagerPolicy: none
-topologyManagerPolicy: none
-volumePluginDir: $nd/volume-plugins
-Y
-  start "$node-node" unshare -m --propagation private bash "$self" __node "$node" "$nd" "$bin" \
-    "$dir/kubeconfig"
-done
-for i in 0 1; do
-  wait_url "kubelet ${nodes[i]}" "http://127.0.0.1:$((10248 + 10 * i))/healthz" 120
-done
+start_kubelet_nodes "$bin" "$gbuild" "$dir/kubeconfig" "${nodes[@]}"
 py="python3 $here/kubelet_e2e.py"
-$py nodes-ready "${nodes[@]}"
-
-# 8 H100s per node; node-b's UUIDs differ so a GPU is named by its node and UUID alike
-for i in 0 1; do
-  nd="$dir/${nodes[i]}"
-  sed -e "s/\"GPU-[0-9a-f]\{2\}/\"GPU-${i}b/g" "$repo/tests/fixtures/nvml/hgx-h100.json" > "$nd/nvml.json"
-  # shellcheck disable=SC2086  # extra flags split on spaces
-  GAPLESS_FAKE_NVML_CONFIG="$nd/nvml.json" start "${nodes[i]}-agent" "$gbuild/gapless-agent" \
-    --device-plugin --device-plugin-dir "$nd/plugins" --node-name "${nodes[i]}" \
-    --kubeconfig kubeconfig --listen "127.0.0.1:$((9401 + i))" --nvml-library "$fake_nvml" \
-    --poll-interval 5 ${AGENT_ARGS:-}
-done
-$py nodes-gpus "${nodes[@]}"
 
 # ---- the checks ---------------------------------------------------------------------------------
 echo "gapless binaries: $gbuild ($("$gbuild/gapless-extender" --version)), extender flags:" \
