@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Does consolidation make room on a real control plane? (issue 40, docs/consolidation.md "On
-# Kubernetes"). Local only, never in CI; no root.
+# Kubernetes"). Local only, never in CI; no root (--kubelets: root).
 #
 #   scripts/consolidation_e2e.sh K8S_BIN_DIR [GAPLESS_EXTENDER]
 #   scripts/consolidation_e2e.sh --kubelets GAPLESS_BUILD_DIR K8S_BIN_DIR   (as root)

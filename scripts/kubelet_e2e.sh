@@ -12,8 +12,8 @@
 #
 # Runs on 127.0.0.1, everything in a temporary directory: etcd, kube-apiserver, gapless-extender
 # (--kubeconfig), kube-scheduler with manifests/scheduler-config.yaml (pointing at that
-# extender), and two nodes, node-a and node-b. A node is a real kubelet in its own mount
-# namespace (the v1.26 device manager hard-codes /var/lib/kubelet/device-plugins: a per-node
+# extender), and two nodes, node-a and node-b (scripts/kubelet_nodes.sh). A node is a real
+# kubelet in its own mount namespace (the v1.26 device manager hard-codes /var/lib/kubelet/device-plugins: a per-node
 # directory is bind-mounted there; the kernel settings the kubelet insists on are files
 # bind-mounted over /proc/sys so the host keeps its own), gapless-fakecri as its runtime (it
 # records what each container would receive), and gapless-agent --device-plugin over the fake
