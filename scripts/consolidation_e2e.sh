@@ -93,7 +93,8 @@ EOF
   admin patch node "$1" --type merge -p '{"spec":{"taints":null}}' > /dev/null
 }
 if [[ -n $gbuild ]]; then
-  export KUBE_API=$api KUBE_TOKEN=admintoken  # for kubelet_e2e.py; api: start_control_plane's
+  # shellcheck disable=SC2154  # api: set by start_control_plane
+  export KUBE_API=$api KUBE_TOKEN=admintoken  # for kubelet_e2e.py
   start_kubelet_nodes "$bin" "$gbuild" "$dir/admin.kubeconfig" \
     node-a node-b
 else
