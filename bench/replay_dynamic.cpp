@@ -116,7 +116,12 @@ class EnginePath : public DynamicPath {
       using Running = std::vector<std::pair<double, const model::Allocation*>>;
       std::unordered_map<std::string, Running> on_node;
       for (const model::Allocation* a : live.allocations()) {
-        on_node[a->node].emplace_back(leaves_at(a->pod_uid), a);
+        // With --movable, a movable pod holding GPUs could be evicted at once: the bound is then
+        // every consolidation plan's (wherever its pods would go).
+        const bool evictable = movable_[arrival_of(a->pod_uid)] != 0 &&
+                               (!a->gpus.empty() || !a->mig.empty()) &&
+                               static_cast<int>(a->gpus.size()) < w_.pods[pod].num_gpu;
+        on_node[a->node].emplace_back(evictable ? t : leaves_at(a->pod_uid), a);
       }
       std::vector<std::pair<double, const model::Node*>> candidates;  // (empties at, node)
       for (const model::Node& empty : nodes_) {

@@ -88,8 +88,15 @@ std::string describe(const ConsolidationSearch& s, const ConsolidationRules& rul
     return o.str();
   }
   const ConsolidationPlan& p = *s.plan;
+  const auto elsewhere = std::count_if(p.moves.begin(), p.moves.end(),
+                                       [&](const PlannedMove& m) { return m.from != p.node; });
   o << std::fixed << std::setprecision(2) << "; chosen: evict " << p.moves.size() << " pod(s) from "
-    << p.node << ", the fewest evictions, then the least GPU-time lost (" << p.gpu_seconds / 3600
+    << p.node;
+  if (s.chained) {
+    o << " (a chain: " << elsewhere
+      << " of them from another node, to make room for a pod moved off it; no plan without one)";
+  }
+  o << ", the fewest evictions, then the least GPU-time lost (" << p.gpu_seconds / 3600
     << " GPU-hours, " << static_cast<double>(p.gpu_milli) / 1000 << " GPUs of work held)"
     << (rules.dry_run ? "; dry run: nothing is evicted" : "");
   return o.str();

@@ -24,12 +24,14 @@ double unix_offset_s() {
   return unix_now - seconds(Consolidator::Clock::now());
 }
 
-// "ns/a (to node b), ns/c (to node d)": the moves of a plan.
-std::string moves_text(const std::vector<placement::PlannedMove>& moves) {
+// "ns/a (to node b), ns/c (from node e to node d)": the moves of a plan freeing `node` (a
+// chain's moves come from another node).
+std::string moves_text(const std::vector<placement::PlannedMove>& moves, const std::string& node) {
   std::string out;
   for (const auto& m : moves) {
     if (!out.empty()) out += ", ";
-    out += key(m.pod_ns, m.pod_name) + " (to node " + m.to + ")";
+    const std::string from = m.from == node ? "" : "from node " + m.from + " ";
+    out += key(m.pod_ns, m.pod_name) + " (" + from + "to node " + m.to + ")";
   }
   return out;
 }
@@ -236,8 +238,8 @@ Consolidator::Outcome Consolidator::consolidate_for(Waiter& w,
     const std::string why = placement::describe(search, rules);
     if (rules.dry_run) {
       tell_waiting(w, "Normal", "ConsolidationDryRun",
-                   "dry run: would evict " + moves_text(plan.moves) + " from node " + plan.node +
-                       "; " + why);
+                   "dry run: would evict " + moves_text(plan.moves, plan.node) + " from node " +
+                       plan.node + "; " + why);
       return Outcome::kNothing;
     }
     // A plan is carried out whole or waits: twice its size in calls (dry runs, then evictions).
@@ -277,7 +279,7 @@ Consolidator::Outcome Consolidator::consolidate_for(Waiter& w,
     }
     for (const auto& m : done) w.evicted.insert(m.pod_uid);
     *made += done.size();
-    std::string message = "evicted " + moves_text(done) + " from node " + plan.node +
+    std::string message = "evicted " + moves_text(done, plan.node) + " from node " + plan.node +
                           " so that this pod fits there; " + why;
     if (done.size() < plan.moves.size()) {
       message += "; the plan stopped after " + std::to_string(done.size()) + " of " +

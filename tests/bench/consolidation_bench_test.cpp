@@ -84,3 +84,29 @@ TEST_CASE("dynamic with no movable pods: nothing moves", "[bench][dynamic][conso
   CHECK(r.moves == 0);
   CHECK(start_of(w, a, r, "four") == 100);
 }
+
+TEST_CASE("dynamic with movable pods: the least wait counts smaller movable pods as gone",
+          "[bench][dynamic][consolidation]") {
+  // Both nodes full (3 + 1 GPUs each): evicting both pods of a node would make room for four,
+  // but neither could be placed again, so no plan exists and four waits until a node empties.
+  const std::vector<model::Node> nodes = two_nodes();
+  const Workload w =
+      prepare_workload("full", {timed("big", 3, 1000, 0, 100), timed("small", 1, 1000, 1, 100),
+                                timed("big2", 3, 1000, 2, 100), timed("small2", 1, 1000, 3, 100),
+                                timed("four", 4, 1000, 10, 5)});
+  const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 42);
+  DynamicOptions opt;
+  opt.least_waits = true;
+  opt.movable = 0.000001;  // (almost surely) none movable: the trace's own lifetimes
+  const DynamicRun fixed = replay_dynamic(nodes, w, a, paper("spread"), 42, opt);
+  const double waited = start_of(w, a, fixed, "four") - 10;
+  CHECK(waited > 0);
+  CHECK(fixed.multi_gpu_longest_bound == Approx(waited));
+
+  // All movable: no plan on arrival still (a plan comes once big has left), but evicting the
+  // smaller pods, had they somewhere to go, would have made room at once.
+  opt.movable = 1;
+  const DynamicRun movable = replay_dynamic(nodes, w, a, paper("spread"), 42, opt);
+  CHECK(start_of(w, a, movable, "four") >= 100);
+  CHECK(movable.multi_gpu_longest_bound == 0);
+}

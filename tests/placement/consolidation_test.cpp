@@ -204,6 +204,96 @@ TEST_CASE("consolidation: equal evictions, the least GPU-time lost", "[consolida
   CHECK(s.plan->moves.at(0).to == "c");
 }
 
+// a: a movable 3-GPU pod beside a fixed 3-GPU one; b: a movable 1-GPU pod beside a fixed 5-GPU
+// one; c: 1 GPU free. A 5-GPU pod fits a once `x` goes, but `x` (3 GPUs) fits no node as it is:
+// only b has room for it, once `y` moves to c. b itself can never take the 5-GPU pod.
+model::Cluster chain_only() {
+  model::Cluster c;
+  for (const char* n : {"a", "b", "c"}) c.upsert_node(h100_nvswitch(n));
+  const auto fixed = model::Movability::kNever;
+  put(c, "a-fixed", "a", whole(3), fixed);
+  put(c, "x", "a", whole(3));
+  put(c, "b-fixed", "b", whole(5), fixed);
+  put(c, "y", "b", whole(1));
+  put(c, "c-fixed", "c", whole(7), fixed);
+  return c;
+}
+
+TEST_CASE("consolidation: a chain when no one-level plan exists", "[consolidation]") {
+  const model::Cluster c = chain_only();
+  const ConsolidationSearch s = plan_consolidation(c, whole(5), 0, bundle(), rules_on(2));
+  REQUIRE(s.plan);
+  CHECK(s.chained);
+  CHECK(s.plan->node == "a");
+  REQUIRE(s.plan->moves.size() == 2);
+  // The chain's move first (it makes the room), then the pod it made room for.
+  CHECK(s.plan->moves[0].pod_uid == "y");
+  CHECK(s.plan->moves[0].from == "b");
+  CHECK(s.plan->moves[0].to == "c");
+  CHECK(s.plan->moves[1].pod_uid == "x");
+  CHECK(s.plan->moves[1].from == "a");
+  CHECK(s.plan->moves[1].to == "b");
+  CHECK(s.plan->gpu_milli == 4000);
+  CHECK(s.sets_unplaceable == 1);  // x alone, placed nowhere without the chain
+  CHECK(describe(s, rules_on(2).rules).find("1 of them from another node") != std::string::npos);
+
+  SECTION("the chain's evictions count against maxMovesPerPlan") {
+    const ConsolidationSearch one = plan_consolidation(c, whole(5), 0, bundle(), rules_on(1));
+    CHECK_FALSE(one.plan);
+    CHECK_FALSE(one.chained);
+  }
+  SECTION("a chain only through movable pods") {
+    model::Cluster fixed_y = c;
+    fixed_y.release("y");
+    put(fixed_y, "y", "b", whole(1), model::Movability::kNever);
+    CHECK_FALSE(plan_consolidation(fixed_y, whole(5), 0, bundle(), rules_on(3)).plan);
+  }
+  SECTION("the rate limits count the chain's evictions too") {
+    ConsolidationQuery q = rules_on(2);
+    q.within_limits = [](const std::vector<const model::Allocation*>& pods) {
+      return pods.size() < 2;
+    };
+    const ConsolidationSearch limited = plan_consolidation(c, whole(5), 0, bundle(), q);
+    CHECK_FALSE(limited.plan);
+    CHECK(limited.sets_rate_limited == 1);
+  }
+  SECTION("a one-level plan before any chain") {
+    model::Cluster direct = c;
+    direct.upsert_node(h100_nvswitch("d"));
+    put(direct, "d-fixed", "d", whole(3), model::Movability::kNever);
+    put(direct, "d1", "d", whole(2));
+    put(direct, "d2", "d", whole(1));
+    direct.upsert_node(h100_nvswitch("e"));  // room for d1 (d2 goes to c), not for x
+    put(direct, "e-fixed", "e", whole(6), model::Movability::kNever);
+    const ConsolidationSearch s2 = plan_consolidation(direct, whole(5), 0, bundle(), rules_on(2));
+    REQUIRE(s2.plan);
+    CHECK_FALSE(s2.chained);
+    CHECK(s2.plan->node == "d");
+    CHECK(moved(s2) == std::vector<std::string>{"d1", "d2"});
+  }
+}
+
+TEST_CASE("consolidation: a chain plan whatever the order the model was built in",
+          "[consolidation]") {
+  const model::Cluster c = chain_only();
+  model::Cluster reversed;
+  for (const char* n : {"c", "b", "a"}) reversed.upsert_node(*c.find_node(n));
+  std::vector<const model::Allocation*> all = c.allocations();
+  std::reverse(all.begin(), all.end());
+  for (const model::Allocation* a : all) REQUIRE(reversed.restore(*a));
+  const ConsolidationSearch s = plan_consolidation(c, whole(5), 0, bundle(), rules_on(3));
+  const ConsolidationSearch again =
+      plan_consolidation(reversed, whole(5), 0, bundle(), rules_on(3));
+  REQUIRE(s.plan);
+  REQUIRE(again.plan);
+  REQUIRE(again.plan->moves.size() == s.plan->moves.size());
+  for (std::size_t i = 0; i < s.plan->moves.size(); ++i) {
+    CHECK(again.plan->moves[i].pod_uid == s.plan->moves[i].pod_uid);
+    CHECK(again.plan->moves[i].from == s.plan->moves[i].from);
+    CHECK(again.plan->moves[i].to == s.plan->moves[i].to);
+  }
+}
+
 TEST_CASE("consolidation stage: off by default, and the rate limits hold", "[consolidation]") {
   const model::Cluster c = two_ways();
   const std::vector<Quota> no_quotas;

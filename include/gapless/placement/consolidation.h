@@ -18,10 +18,18 @@
 // it. The request each is placed with is the driver's (ConsolidationQuery::request_of) or, when
 // it has none, one derived from what the pod holds (held_request): the same GPU model, an
 // NVLink-connected set when its GPUs were, the same MIG profile or share. A set over the rate
-// limits (ConsolidationQuery::within_limits) is skipped. Search bounds: a node with more than
-// kMaxVictimSetsTried sets of one size is not searched at that size, and at most
-// kMaxPlacementChecks sets are simulated per call; either sets exhaustive = false (a plan found
-// is still the best of those searched).
+// limits (ConsolidationQuery::within_limits) is skipped.
+//
+// Chains: only when no such plan exists within rules.max_moves, the sets are tried again (same
+// order) letting one evicted pod that fits nowhere take a chain: the fewest movable pods of one
+// other node (not the target, not one the simulation already changed) whose eviction lets it fit
+// there, each placed again elsewhere without a further chain; the chain's evictions count against
+// rules.max_moves and the rate limits, its moves come first in the plan (search.chained). At most
+// kMaxChainChecks sets (first-level and chain) are simulated for chains per call.
+//
+// Search bounds: a node with more than kMaxVictimSetsTried sets of one size is not searched at
+// that size, and at most kMaxPlacementChecks sets are simulated per call; either sets
+// exhaustive = false (a plan found is still the best of those searched).
 //
 // Thread-safety: plan_consolidation only reads; MoveLedger is a plain value (its owner locks).
 #pragma once
@@ -43,6 +51,10 @@ namespace gapless::placement {
 
 // Each simulation scores every node once per evicted pod: bounded so a call stays in tens of ms.
 inline constexpr std::size_t kMaxPlacementChecks = 64;
+// Chains (a pod moved to make room for another move) get their own, smaller budget: on the
+// bench's traces 4 found every chain plan 64 did, and each check here costs a search of the
+// whole cluster for the chain's node besides the simulation.
+inline constexpr std::size_t kMaxChainChecks = 8;
 
 // Whether the rules let consolidation move the pod (the header's first paragraph, but for the
 // priority against the waiting pod's and the cooldown).
@@ -76,6 +88,7 @@ struct ConsolidationSearch {
   std::size_t sets_unplaceable = 0;   // of those, refused: a pod could not be placed elsewhere
   std::size_t sets_rate_limited = 0;  // of those, refused by the rate limits
   bool exhaustive = true;             // false when a search bound cut the search short
+  bool chained = false;               // the plan takes a chain (moves from a second node)
 };
 
 struct ConsolidationQuery {
