@@ -9,10 +9,11 @@
 // waste (40 milli, what a live gap is typically left with once filled), and opening a fresh GPU
 // costs 50 milli more, because whole-GPU pods need fresh GPUs. The share takes the GPU with the
 // least waste added. Plain best fit (least room left) lands a 320 in a 530 gap, leaving 210 that
-// nobody fits; this rule prefers a 680 gap, whose 360 another 320 still fits. Ties among nodes
-// are broken by CPU (share_cpu_ties below), since the cores a share takes can strand a node's
-// idle GPUs; then node order (preferring plainly the node with the most CPU and memory left did
-// better on the default trace and far worse on multigpu and gpuspec).
+// nobody fits; this rule prefers a 680 gap, whose 360 another 320 still fits. The live room a
+// share leaves its node without the CPU to use counts as waste too (cpu_stranded_added below).
+// Remaining ties among nodes are broken by CPU (share_cpu_ties below), since the cores a share
+// takes can strand a node's idle GPUs; then node order (preferring plainly the node with the most
+// CPU and memory left did better on the default trace and far worse on multigpu and gpuspec).
 //
 // Whole GPUs and pods without GPUs: the least growth of *stranded* GPU under the mix
 // (fragmentation.h): the idle GPU that pods of each expected shape, placed one after another,
@@ -75,7 +76,9 @@ constexpr double kSpreadBelowMultiDemand = 0.15;
 // Milli of waste per milli of live GPU room a share leaves its node without the CPU to use
 // (cpu_stranded_room below). 1: room stranded for want of CPU is as lost as dead room. As
 // deployed, seeds 42-45 (issue 42): 0.1 / 0.3 / 1 / 3 gave gpushare100 12.03 / 11.99 / 11.97 /
-// 11.98 (without: 13.17), gpushare60 7.77 / 7.77 / 7.77 at 0.3 / 1 / 3 (8.07).
+// 11.98 (without: 13.17), gpushare60 7.77 / 7.77 / 7.77 at 0.3 / 1 / 3 (8.07). Seeds 42-51 at
+// 1: gpushare60 / 80 / 100 8.08 / 10.25 / 13.24 -> 7.79 / 9.73 / 11.98, default 3.87 -> 3.86; the
+// cost, gpuspec33 7.31 -> 8.09 (CPU-heavy shares go to the CPU-rich T4 boxes its pinned pods need).
 constexpr double kCpuStrandedWeight = 1.0;
 
 bool single_share(const model::GpuRequest& req) {
@@ -189,8 +192,8 @@ double cpu_stranded_room(const WorkloadMix& mix, double live_room, double cpu) {
 // under 2 cores left), and nothing steered shares away from them while no whole-GPU pods were
 // seen (share_cpu_ties needs those). 0 where the node's CPU is not tracked or no mix knows CPU.
 double cpu_stranded_added(const WorkloadMix& mix, const model::Node& node,
-                          const model::GpuRequest& req, const GpuRooms& rooms, int room,
-                          int milli, int live) {
+                          const model::GpuRequest& req, const GpuRooms& rooms, int room, int milli,
+                          int live) {
   if (mix.cpu_per_gpu_milli <= 0 || node.host.cpu_milli <= 0) return 0;
   const int left = room - milli;
   const double live_after = rooms.live_room - (room >= live ? room : 0) + (left >= live ? left : 0);
@@ -268,11 +271,11 @@ double GaplessStrategy::score_node_in(const ScoreContext& ctx, const model::Node
     if (first < 0) return 0.0;
     const bool opens_fresh = best_room >= model::kFullComputeMilli;
     // Any GPU of the node breaks it for a multi-GPU shape as well as another.
-    const double waste = best +
-                         kCpuStrandedWeight *
-                             cpu_stranded_added(*mix, node, req, rooms, best_room, milli, live) +
-                         share_cpu_ties(*mix, cache, node, req, rooms, opens_fresh) +
-                         keep_whole_cost(ctx, node, req, std::span<const int>(&first, 1));
+    const double waste =
+        best +
+        kCpuStrandedWeight * cpu_stranded_added(*mix, node, req, rooms, best_room, milli, live) +
+        share_cpu_ties(*mix, cache, node, req, rooms, opens_fresh) +
+        keep_whole_cost(ctx, node, req, std::span<const int>(&first, 1));
     return waste_score(waste);
   }
   // Whole GPUs: the lowest free indices, as the GPU-level score below picks them.
