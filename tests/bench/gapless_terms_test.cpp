@@ -174,12 +174,18 @@ TEST_CASE("share ties: a node short of CPU for its idle GPUs ranks lower", "[ben
   REQUIRE(mix.cpu_per_whole_gpu == Approx(12000));
   const placement::ScoreContext ctx{&mix, nullptr};
   const auto& s = gapless_strategy();
-  // Both open a fresh GPU. After it: 7 idle GPUs need 84 cores; `rich` has 92 left, `poor` 72.
+  // Both open a fresh GPU. After it: 7 idle GPUs need 84 cores; `rich` has 84 left, `poor` 64.
+  // Since the CPU-stranded room term (issue 42) a share asking more CPU per milli than the mix
+  // (12 cores for 470, the mix 11.2 per 1,000) is what avoids the poor node; one asking less
+  // uses GPU room the poor node's CPU would leave idle anyway, and is welcome there.
   const model::Node rich = node_with("rich", 96000, 8, {});
   const model::Node poor = node_with("poor", 96000, 8, {}, 20000);
-  CHECK(s.score_node_in(ctx, rich, share(470, 4000)) >
-        s.score_node_in(ctx, poor, share(470, 4000)));
-  // The further short, the lower.
+  CHECK(s.score_node_in(ctx, rich, share(470, 12000)) >
+        s.score_node_in(ctx, poor, share(470, 12000)));
+  CHECK(s.score_node_in(ctx, poor, share(470, 4000)) >
+        s.score_node_in(ctx, rich, share(470, 4000)));
+  // Among nodes both short of CPU (the same CPU-stranded room added), the tie-break: the further
+  // short, the lower.
   const model::Node poorer = node_with("poorer", 96000, 8, {}, 30000);
   CHECK(s.score_node_in(ctx, poor, share(470, 4000)) >
         s.score_node_in(ctx, poorer, share(470, 4000)));
