@@ -78,8 +78,18 @@ constexpr double kSpreadBelowMultiDemand = 0.15;
 // deployed, seeds 42-45 (issue 42): 0.1 / 0.3 / 1 / 3 gave gpushare100 12.03 / 11.99 / 11.97 /
 // 11.98 (without: 13.17), gpushare60 7.77 / 7.77 / 7.77 at 0.3 / 1 / 3 (8.07). Seeds 42-51 at
 // 1: gpushare60 / 80 / 100 8.08 / 10.25 / 13.24 -> 7.79 / 9.73 / 11.98, default 3.87 -> 3.86; the
-// cost, gpuspec33 7.31 -> 8.09 (CPU-heavy shares go to the CPU-rich T4 boxes its pinned pods need).
+// cost, gpuspec33 7.31 -> 8.09 (CPU-heavy shares went to the CPU-rich T4 boxes its pinned pods
+// need) until kShareModelWeight and usable_demand below.
 constexpr double kCpuStrandedWeight = 1.0;
+// Weight of the model term in the share rule (the whole-GPU rule keeps kModelWeight). The CPU
+// term above charges stranded room milli for milli, hundreds of milli on a CPU-short node, and
+// against it a quarter of r*m let CPU-heavy shares through to the CPU-rich nodes of a crowded
+// model (the Alibaba T4 boxes, 52 cores a GPU, r 0.65 on gpuspec33). As deployed, seeds 42-51,
+// gpuspec33 / val-spec (before the CPU term 7.31 / 6.00; with it at 0.25: 8.09 / 6.32): 1 7.66 /
+// 6.00, 1.5 7.32 / 6.14, 2 7.14 / 6.24, 3 7.13 / 6.37; 2 with the CPU term scaled by the demand
+// that can use the node (usable_demand) 7.08 / 5.90. A trace whose pods name no model has no
+// reserves, so this acts on the model-pinned traces only.
+constexpr double kShareModelWeight = 2.0;
 
 bool single_share(const model::GpuRequest& req) {
   return req.kind == model::RequestKind::kShared && req.shared.count == 1 &&
@@ -152,9 +162,10 @@ std::span<const float> reserves(const ScoreContext& ctx, const model::Node& node
   return ctx.fragments->model_reserves(node);
 }
 
-double model_cost(std::span<const float> reserve, int gpu, int milli) {
+double model_cost(std::span<const float> reserve, int gpu, int milli,
+                  double weight = kModelWeight) {
   if (gpu < 0 || gpu >= static_cast<int>(reserve.size())) return 0;
-  return kModelWeight * reserve[gpu] * milli;
+  return weight * reserve[gpu] * milli;
 }
 
 // The keep-whole term: breaking a scarce host costs this much (FragmentCache::breaks_scarce_host).
@@ -200,6 +211,20 @@ double cpu_stranded_added(const WorkloadMix& mix, const model::Node& node,
   const double cpu = cpu_left(node);
   return cpu_stranded_room(mix, live_after, cpu - cpu_asked(node, req)) -
          cpu_stranded_room(mix, rooms.live_room, cpu);
+}
+
+// The fraction of the GPU demand seen that can use the node's GPUs (its first GPU's model): the
+// pods naming no model and those naming this one (WorkloadMix::model_demand, a list's demand
+// split evenly over its models). 1 when no pod names a model. Room a share strands for want of
+// CPU is lost only to these: on gpuspec33's G2 boxes 0.72, on val-spec's L40S 0.51.
+double usable_demand(const WorkloadMix& mix, const model::Node& node) {
+  if (mix.model_demand.empty() || node.gpus.empty()) return 1;
+  double named = 0, mine = 0;
+  for (const auto& [m, demand] : mix.model_demand) {
+    named += demand;
+    if (model::ascii_iequals(m, node.gpus.front().model)) mine = demand;
+  }
+  return std::clamp(1 - named + mine, 0.0, 1.0);
 }
 
 // Ties among the nodes where a share adds the same waste, broken by CPU. Shares ask CPU too (4
@@ -261,7 +286,8 @@ double GaplessStrategy::score_node_in(const ScoreContext& ctx, const model::Node
       const int room = free_milli(g);
       rooms.count(room, live);
       if (!can_serve_now(g, req)) continue;
-      const double w = added_waste(room, milli, live) + model_cost(reserve, g.index, milli);
+      const double w =
+          added_waste(room, milli, live) + model_cost(reserve, g.index, milli, kShareModelWeight);
       if (w < best) {
         best = w;
         best_room = room;
@@ -271,11 +297,11 @@ double GaplessStrategy::score_node_in(const ScoreContext& ctx, const model::Node
     if (first < 0) return 0.0;
     const bool opens_fresh = best_room >= model::kFullComputeMilli;
     // Any GPU of the node breaks it for a multi-GPU shape as well as another.
-    const double waste =
-        best +
-        kCpuStrandedWeight * cpu_stranded_added(*mix, node, req, rooms, best_room, milli, live) +
-        share_cpu_ties(*mix, cache, node, req, rooms, opens_fresh) +
-        keep_whole_cost(ctx, node, req, std::span<const int>(&first, 1));
+    const double waste = best +
+                         kCpuStrandedWeight * usable_demand(*mix, node) *
+                             cpu_stranded_added(*mix, node, req, rooms, best_room, milli, live) +
+                         share_cpu_ties(*mix, cache, node, req, rooms, opens_fresh) +
+                         keep_whole_cost(ctx, node, req, std::span<const int>(&first, 1));
     return waste_score(waste);
   }
   // Whole GPUs: the lowest free indices, as the GPU-level score below picks them.
@@ -302,7 +328,7 @@ double GaplessStrategy::score_gpu_in(const ScoreContext& ctx, const model::Node&
   const MixView mix(ctx, req);
   const int milli = req.shared.compute_milli;
   return waste_score(added_waste(free_milli(gpu), milli, live_gap(*mix)) +
-                     model_cost(reserves(ctx, node, req), gpu.index, milli));
+                     model_cost(reserves(ctx, node, req), gpu.index, milli, kShareModelWeight));
 }
 
 double GaplessStrategy::score_node(const model::Node& node, const model::GpuRequest& req) const {

@@ -128,6 +128,30 @@ TEST_CASE("model term: pods naming no model keep off the model restricted pods n
   CHECK(crowded_cache.model_reserves(nodes[1])[0] == Approx(0.025));
 }
 
+TEST_CASE("model term: a CPU-heavy share keeps off a crowded model's CPU-rich node",
+          "[bench][gapless]") {
+  // T4 reserved at 0.60 as above. The G2 has 50 cores left for 8,000 milli of idle GPU room at
+  // the mix's 8 CPU milli per GPU milli: a 500 asking 8 cores leaves 500 more milli of its room
+  // without CPU (425 counted: 85 % of the demand can use a G2). On the T4 (48 cores a GPU) it
+  // strands nothing but takes 500 milli of the GPUs the T4-only pods need: 0.60 x 500 at the
+  // share rule's weight 2 is 600; at the whole-GPU rule's 0.25 it would be 75 and the T4 would win.
+  const std::vector<model::Node> nodes = {node_with("t4", 96000, 2, {}, 0, "T4"),
+                                          node_with("g2", 96000, 8, {}, 46000, "G2")};
+  placement::ShapeCounts counts;
+  counts[task(1000, 1, 8000)] = 85;
+  counts[task(1000, 1, 8000, {"T4"})] = 15;
+  const WorkloadMix mix = placement::typical_mix(counts);
+  FragmentCache cache(mix);
+  cache.rebuild(pointers(nodes));
+  const auto ctx = with(mix, cache);
+  const auto& s = gapless_strategy();
+  CHECK(s.score_node_in(ctx, nodes[1], share(500, 8000)) >
+        s.score_node_in(ctx, nodes[0], share(500, 8000)));
+  // A share asking CPU at the mix's rate strands no more room on the G2 than it takes: the G2.
+  CHECK(s.score_node_in(ctx, nodes[1], share(500, 4000)) >
+        s.score_node_in(ctx, nodes[0], share(500, 4000)));
+}
+
 TEST_CASE("keep-whole term: a scarce host of a big shape stays whole while others fit",
           "[bench][gapless]") {
   // Two nodes of 128 cores among 40 of 96: only they take 8 GPUs with 120 cores (2 of 42 < 5 %).

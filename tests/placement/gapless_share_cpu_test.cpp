@@ -108,3 +108,21 @@ TEST_CASE("gapless: a share keeps off a node whose CPU it would leave short of i
   no_cpu.cpu_per_gpu_milli = 0;
   CHECK(score(no_cpu, rich, heavy) == score(no_cpu, poor, heavy));
 }
+
+TEST_CASE("gapless: GPU room stranded for want of CPU counts for the demand that can use it",
+          "[placement][gapless]") {
+  // The case above where the rich node's fresh GPU (90 milli of waste) beats the poor node's 530
+  // gap (20 of waste, 270 more milli of room left without CPU) ...
+  WorkloadMix mix = shares_mix();
+  const GpuRequest heavy = share(470, 8000);
+  const Node rich = shares_node("rich", 48000, 0, 4);
+  const Node poor_gap = shares_node("poor-gap", 48000, 27300, 4, {470});
+  CHECK(score(mix, rich, heavy) > score(mix, poor_gap, heavy));
+  // ... turns when 80 % of the GPU demand names a model the nodes lack (V100): room left on T4s
+  // is worth only to the other 20 %, so the poor node's 270 count 54 and the gap wins.
+  mix.model_demand = {{"v100", 0.8}};
+  CHECK(score(mix, poor_gap, heavy) > score(mix, rich, heavy));
+  // Demand naming T4 itself can use the room: all of it counts again.
+  mix.model_demand = {{"t4", 0.8}};
+  CHECK(score(mix, rich, heavy) > score(mix, poor_gap, heavy));
+}
