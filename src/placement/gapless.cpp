@@ -25,7 +25,8 @@
 // Two terms read the driver's FragmentCache, which knows the cluster's nodes:
 // - the model term: a pod that names no GPU model pays for the room it takes on GPUs of a model
 //   that model-restricted pods need (FragmentCache::model_reserves; weight kModelWeight, tuned on
-//   gpuspec20/25/33: 1.0 and 0.5 cost the unrestricted pods too much, 0.1 left gpuspec33 at 9.8);
+//   gpuspec20/25/33: 1.0 and 0.5 cost the unrestricted pods too much, 0.1 left gpuspec33 at 9.8;
+//   a share pays kShareModelWeight, matched to the share rule's CPU term);
 // - the keep-whole term: a placement that leaves a scarce host (a G3 node, say, the only one that
 //   takes an 8-GPU pod asking 120 cores) unable to take that shape costs kKeepWholeCost. Without
 //   it such pods waited until every pod on some such node had left (dynamic mode: 2,221 s max).

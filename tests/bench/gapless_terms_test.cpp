@@ -43,6 +43,19 @@ const placement::Strategy& gapless_strategy() {
   return *placement::find_strategy("gapless");
 }
 
+// A 2-GPU T4 node and an 8-GPU G2 node, 96 cores each, `g2_cpu_used` of the G2's taken.
+std::vector<model::Node> t4_and_g2(std::int64_t g2_cpu_used) {
+  return {node_with("t4", 96000, 2, {}, 0, "T4"), node_with("g2", 96000, 8, {}, g2_cpu_used, "G2")};
+}
+
+// 85 whole GPUs naming no model, 15 naming T4 only; 8 cores each.
+placement::ShapeCounts t4_pinned_counts() {
+  placement::ShapeCounts counts;
+  counts[task(1000, 1, 8000)] = 85;
+  counts[task(1000, 1, 8000, {"T4"})] = 15;
+  return counts;
+}
+
 }  // namespace
 
 TEST_CASE("the mix keeps model-restricted demand and multi-GPU shapes, rare ones too",
@@ -84,11 +97,8 @@ TEST_CASE("model term: pods naming no model keep off the model restricted pods n
           "[bench][gapless]") {
   // 2 T4 GPUs of 10: T4 is 20 % of the GPUs; the T4-only pods ask 15 % of all GPU demand, so
   // T4 is needed at 0.75 of its share, 0.60 more than an even share (0.15) of every GPU.
-  const std::vector<model::Node> nodes = {node_with("t4", 96000, 2, {}, 0, "T4"),
-                                          node_with("g2", 96000, 8, {}, 0, "G2")};
-  placement::ShapeCounts counts;
-  counts[task(1000, 1, 8000)] = 85;
-  counts[task(1000, 1, 8000, {"T4"})] = 15;
+  const std::vector<model::Node> nodes = t4_and_g2(0);
+  const placement::ShapeCounts counts = t4_pinned_counts();
   const WorkloadMix mix = placement::typical_mix(counts);
   FragmentCache cache(mix);
   cache.rebuild(pointers(nodes));
@@ -135,12 +145,8 @@ TEST_CASE("model term: a CPU-heavy share keeps off a crowded model's CPU-rich no
   // without CPU (425 counted: 85 % of the demand can use a G2). On the T4 (48 cores a GPU) it
   // strands nothing but takes 500 milli of the GPUs the T4-only pods need: 0.60 x 500 at the
   // share rule's weight 2 is 600; at the whole-GPU rule's 0.25 it would be 75 and the T4 would win.
-  const std::vector<model::Node> nodes = {node_with("t4", 96000, 2, {}, 0, "T4"),
-                                          node_with("g2", 96000, 8, {}, 46000, "G2")};
-  placement::ShapeCounts counts;
-  counts[task(1000, 1, 8000)] = 85;
-  counts[task(1000, 1, 8000, {"T4"})] = 15;
-  const WorkloadMix mix = placement::typical_mix(counts);
+  const std::vector<model::Node> nodes = t4_and_g2(46000);
+  const WorkloadMix mix = placement::typical_mix(t4_pinned_counts());
   FragmentCache cache(mix);
   cache.rebuild(pointers(nodes));
   const auto ctx = with(mix, cache);
