@@ -88,8 +88,9 @@ constexpr double kCpuStrandedWeight = 1.0;
 // model (the Alibaba T4 boxes, 52 cores a GPU, r 0.65 on gpuspec33). As deployed, seeds 42-51,
 // gpuspec33 / val-spec (before the CPU term 7.31 / 6.00; with it at 0.25: 8.09 / 6.32): 1 7.66 /
 // 6.00, 1.5 7.32 / 6.14, 2 7.14 / 6.24, 3 7.13 / 6.37; 2 with the CPU term scaled by the demand
-// that can use the node (usable_demand) 7.08 / 5.90. A trace whose pods name no model has no
-// reserves, so this acts on the model-pinned traces only.
+// that can use the node (usable_demand) 7.08 / 5.90. On seeds 52-61 (not used to choose)
+// gpuspec33 7.47 / 8.28 / 7.17 and val-spec 5.80 / 6.05 / 6.18 (before / CPU term / now). A trace
+// whose pods name no model has no reserves, so this acts on the model-pinned traces only.
 constexpr double kShareModelWeight = 2.0;
 
 bool single_share(const model::GpuRequest& req) {
