@@ -104,11 +104,12 @@ WorkloadMix typical_mix(const ShapeCounts& counts, double coverage) {
   }
   for (const auto& [milli, n] : shares) mix.share_sizes.emplace_back(milli, n / share_total);
   mix.model_demand = model_demand(counts);
-  double demand = 0, multi_demand = 0, whole_cpu = 0, whole_gpus = 0;
+  double demand = 0, multi_demand = 0, whole_cpu = 0, whole_gpus = 0, gpu_pods_cpu = 0;
   for (const auto& [shape, n] : counts) {
     if (shape.gpus >= 2) mix.multi_gpu_shapes.emplace_back(shape, n / total);
     const double gpu_milli = n * shape.gpus * shape.milli;
     demand += gpu_milli;
+    if (shape.gpus >= 1) gpu_pods_cpu += n * static_cast<double>(shape.cpu_milli);
     if (shape.gpus >= 2) multi_demand += gpu_milli;
     if (shape.gpus >= 1 && shape.milli >= model::kFullComputeMilli) {
       whole_cpu += n * static_cast<double>(shape.cpu_milli);
@@ -116,6 +117,7 @@ WorkloadMix typical_mix(const ShapeCounts& counts, double coverage) {
     }
   }
   if (demand > 0) mix.multi_gpu_demand = multi_demand / demand;
+  if (demand > 0) mix.cpu_per_gpu_milli = gpu_pods_cpu / demand;
   if (whole_gpus > 0) mix.cpu_per_whole_gpu = whole_cpu / whole_gpus;
   return mix;
 }

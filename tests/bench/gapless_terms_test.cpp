@@ -43,6 +43,19 @@ const placement::Strategy& gapless_strategy() {
   return *placement::find_strategy("gapless");
 }
 
+// A 2-GPU T4 node and an 8-GPU G2 node, 96 cores each, `g2_cpu_used` of the G2's taken.
+std::vector<model::Node> t4_and_g2(std::int64_t g2_cpu_used) {
+  return {node_with("t4", 96000, 2, {}, 0, "T4"), node_with("g2", 96000, 8, {}, g2_cpu_used, "G2")};
+}
+
+// 85 whole GPUs naming no model, 15 naming T4 only; 8 cores each.
+placement::ShapeCounts t4_pinned_counts() {
+  placement::ShapeCounts counts;
+  counts[task(1000, 1, 8000)] = 85;
+  counts[task(1000, 1, 8000, {"T4"})] = 15;
+  return counts;
+}
+
 }  // namespace
 
 TEST_CASE("the mix keeps model-restricted demand and multi-GPU shapes, rare ones too",
@@ -84,11 +97,8 @@ TEST_CASE("model term: pods naming no model keep off the model restricted pods n
           "[bench][gapless]") {
   // 2 T4 GPUs of 10: T4 is 20 % of the GPUs; the T4-only pods ask 15 % of all GPU demand, so
   // T4 is needed at 0.75 of its share, 0.60 more than an even share (0.15) of every GPU.
-  const std::vector<model::Node> nodes = {node_with("t4", 96000, 2, {}, 0, "T4"),
-                                          node_with("g2", 96000, 8, {}, 0, "G2")};
-  placement::ShapeCounts counts;
-  counts[task(1000, 1, 8000)] = 85;
-  counts[task(1000, 1, 8000, {"T4"})] = 15;
+  const std::vector<model::Node> nodes = t4_and_g2(0);
+  const placement::ShapeCounts counts = t4_pinned_counts();
   const WorkloadMix mix = placement::typical_mix(counts);
   FragmentCache cache(mix);
   cache.rebuild(pointers(nodes));
@@ -126,6 +136,26 @@ TEST_CASE("model term: pods naming no model keep off the model restricted pods n
   crowded_cache.rebuild(pointers(nodes));
   CHECK(crowded_cache.model_reserves(nodes[0])[0] == Approx(0.0));
   CHECK(crowded_cache.model_reserves(nodes[1])[0] == Approx(0.025));
+}
+
+TEST_CASE("model term: a CPU-heavy share keeps off a crowded model's CPU-rich node",
+          "[bench][gapless]") {
+  // T4 reserved at 0.60 as above. The G2 has 50 cores left for 8,000 milli of idle GPU room at
+  // the mix's 8 CPU milli per GPU milli: a 500 asking 8 cores leaves 500 more milli of its room
+  // without CPU (425 counted: 85 % of the demand can use a G2). On the T4 (48 cores a GPU) it
+  // strands nothing but takes 500 milli of the GPUs the T4-only pods need: 0.60 x 500 at the
+  // share rule's weight 2 is 600; at the whole-GPU rule's 0.25 it would be 75 and the T4 would win.
+  const std::vector<model::Node> nodes = t4_and_g2(46000);
+  const WorkloadMix mix = placement::typical_mix(t4_pinned_counts());
+  FragmentCache cache(mix);
+  cache.rebuild(pointers(nodes));
+  const auto ctx = with(mix, cache);
+  const auto& s = gapless_strategy();
+  CHECK(s.score_node_in(ctx, nodes[1], share(500, 8000)) >
+        s.score_node_in(ctx, nodes[0], share(500, 8000)));
+  // A share asking CPU at the mix's rate strands no more room on the G2 than it takes: the G2.
+  CHECK(s.score_node_in(ctx, nodes[1], share(500, 4000)) >
+        s.score_node_in(ctx, nodes[0], share(500, 4000)));
 }
 
 TEST_CASE("keep-whole term: a scarce host of a big shape stays whole while others fit",
@@ -174,12 +204,18 @@ TEST_CASE("share ties: a node short of CPU for its idle GPUs ranks lower", "[ben
   REQUIRE(mix.cpu_per_whole_gpu == Approx(12000));
   const placement::ScoreContext ctx{&mix, nullptr};
   const auto& s = gapless_strategy();
-  // Both open a fresh GPU. After it: 7 idle GPUs need 84 cores; `rich` has 92 left, `poor` 72.
+  // Both open a fresh GPU. After it: 7 idle GPUs need 84 cores; `rich` has 84 left, `poor` 64.
+  // Since the CPU-stranded room term (issue 42) a share asking more CPU per milli than the mix
+  // (12 cores for 470, the mix 11.2 per 1,000) is what avoids the poor node; one asking less
+  // uses GPU room the poor node's CPU would leave idle anyway, and is welcome there.
   const model::Node rich = node_with("rich", 96000, 8, {});
   const model::Node poor = node_with("poor", 96000, 8, {}, 20000);
-  CHECK(s.score_node_in(ctx, rich, share(470, 4000)) >
-        s.score_node_in(ctx, poor, share(470, 4000)));
-  // The further short, the lower.
+  CHECK(s.score_node_in(ctx, rich, share(470, 12000)) >
+        s.score_node_in(ctx, poor, share(470, 12000)));
+  CHECK(s.score_node_in(ctx, poor, share(470, 4000)) >
+        s.score_node_in(ctx, rich, share(470, 4000)));
+  // Among nodes both short of CPU (the same CPU-stranded room added), the tie-break: the further
+  // short, the lower.
   const model::Node poorer = node_with("poorer", 96000, 8, {}, 30000);
   CHECK(s.score_node_in(ctx, poor, share(470, 4000)) >
         s.score_node_in(ctx, poorer, share(470, 4000)));

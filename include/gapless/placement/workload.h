@@ -66,6 +66,10 @@ struct WorkloadMix {
   // CPU milli a whole GPU comes with: the CPU of pods asking whole GPUs over their GPU count,
   // every such shape seen. 0 when none was seen. How much CPU a node must keep per idle GPU.
   double cpu_per_whole_gpu = 0;
+  // CPU milli per GPU milli asked: the CPU of the pods asking GPUs (shares and whole GPUs) over
+  // the GPU milli they ask, every such shape seen. 0 when none was seen. How much CPU a node
+  // needs for the GPU room it has left to be of use (gapless's share rule).
+  double cpu_per_gpu_milli = 0;
 
   bool empty() const { return entries.empty(); }
 };
