@@ -32,8 +32,12 @@ struct Option {
   }
 };
 
+bool listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 bool withheld(const ConsolidationQuery& q, const std::string& node) {
-  return std::find(q.withheld.begin(), q.withheld.end(), node) != q.withheld.end();
+  return listed(q.withheld, node);
 }
 
 double seconds_lost(const model::Node& node, const model::Allocation& a,
@@ -59,10 +63,6 @@ Pools movable_pools(const model::Cluster& cluster, std::int32_t priority,
               [](const auto* x, const auto* y) { return x->pod_uid < y->pod_uid; });
   }
   return on_node;
-}
-
-bool listed(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 // The nodes, but `excluded` ones, that can be freed for `req`, by name.
