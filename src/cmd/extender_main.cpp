@@ -178,9 +178,14 @@ int main(int argc, char** argv) {
                  "PEM certificate (chain) of --webhook-listen; re-read when the file changes");
   app.add_option("--webhook-tls-key", webhook_key, "PEM private key of --webhook-tls-cert");
   app.add_option("--claims-namespace", claims.ns,
-                 "namespace of the per-node claim ConfigMaps (default: $POD_NAMESPACE, else the "
+                 "namespace of the claim ConfigMaps (default: $POD_NAMESPACE, else the "
                  "ServiceAccount's namespace, else gapless-system)")
       ->capture_default_str();
+  app.add_option("--claim-objects", claims.objects,
+                 "ConfigMaps the claims of all nodes share (claims made at once go in one write); "
+                 "0: one per node. Every replica must use the same value")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
   app.add_option("--replica-name", claims.holder,
                  "this replica's name in claims, unique among replicas (default: $POD_NAME, else "
                  "the host name)")

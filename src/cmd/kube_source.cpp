@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "gapless/k8s/namespace_sync.h"
+#include "gapless/server/claim_settlement.h"
 #include "gapless/server/log.h"
 
 using namespace gapless;
@@ -94,7 +95,6 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
   };
   sync_ = std::make_unique<k8s::ClusterSync>(std::move(hooks), scheduler_name_);
   extender.set_readiness([this] { return synced(); });
-  extender.set_claims(&claims_);
 
   auto on_error = [](const std::string& what) { server::log_warn(what); };
   // The bind check (KubeBinder::admit) reads nodes' labels and taints from the same informer.
@@ -124,6 +124,9 @@ void KubeSource::start(server::Extender& extender, server::Metrics& metrics) {
   pod_opts.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
   nodes_ = std::make_unique<k8s::Informer>(api_, node_opts, node_handlers);
   pods_ = std::make_unique<k8s::Informer>(api_, pod_opts, pod_handlers);
+  // Claims are settled through this replica's own pod informer (docs/high-availability.md).
+  claims_.set_settlement(server::claim_settlement(extender.scheduler(), *sync_, *pods_));
+  extender.set_claims(&claims_);
   k8s::InformerHandlers ns_handlers =
       k8s::namespace_handlers(namespace_hooks(extender.scheduler()));
   ns_handlers.on_error = on_error;

@@ -4,6 +4,7 @@
 #include "gapless/k8s/cluster_sync.h"
 
 #include <algorithm>
+#include <charconv>
 #include <string_view>
 #include <utility>
 
@@ -200,6 +201,8 @@ ClusterSync::PodFacts ClusterSync::pod_facts(const json& pod) {
     p.uid = string_field(*meta, "uid");
     p.ns = string_field(*meta, "namespace");
     p.name = string_field(*meta, "name");
+    const std::string rv = string_field(*meta, "resourceVersion");
+    (void)std::from_chars(rv.data(), rv.data() + rv.size(), p.version);
   }
   if (p.ns.empty()) p.ns = "default";
   if (const json* spec = field(pod, "spec")) {
@@ -230,9 +233,17 @@ ClusterSync::PodFacts ClusterSync::pod_facts(const json& pod) {
   return p;
 }
 
-void ClusterSync::forget(model::Cluster& c, const std::string& uid, Outbox& out) {
+void ClusterSync::forget(model::Cluster& c, const std::string& uid, Outbox& out,
+                         std::uint64_t version) {
   parked_.erase(uid);
   confirmed_.erase(uid);
+  if (version > 0 && departed_.insert_or_assign(uid, version).second) {
+    departed_order_.push_back(uid);
+    if (departed_order_.size() > kMaxDeparted) {
+      departed_.erase(departed_order_.front());
+      departed_order_.pop_front();
+    }
+  }
   clear_rejection(c, uid, "the pod finished or was deleted", out);
   unrecorded_.erase(uid);
 }
@@ -268,7 +279,7 @@ void ClusterSync::reject(model::Cluster& c, const PodFacts& p, const std::string
 void ClusterSync::account(model::Cluster& c, const PodFacts& p, Outbox& out) {
   if (p.finished) {
     c.release(p.uid);
-    forget(c, p.uid, out);
+    forget(c, p.uid, out, p.version);
     return;
   }
   // Pending: nothing durable yet. A bind may be in flight, holding what the extender committed.
@@ -307,7 +318,7 @@ void ClusterSync::account(model::Cluster& c, const PodFacts& p, Outbox& out) {
   }
   if (const model::Allocation* held = c.allocation(p.uid)) {
     if (same_grants(*held, *a)) {  // committed at bind, or already restored
-      confirmed_.insert(p.uid);
+      confirm(p);
       // What the pod says beside its record may change (gapless.io/movable, the
       // deletionTimestamp of an eviction, status.startTime once it runs): consolidation must
       // see it.
@@ -332,7 +343,7 @@ void ClusterSync::account(model::Cluster& c, const PodFacts& p, Outbox& out) {
   Status s = c.restore(*a);
   if (!s.ok()) s = yield_reservations(c, *a, out);
   if (!s.ok()) return reject(c, p, s.error(), out);
-  confirmed_.insert(p.uid);
+  confirm(p);
   clear_rejection(c, p.uid, "pod " + who + "'s record is usable now", out);
 }
 
@@ -371,7 +382,7 @@ void ClusterSync::account_host_only(model::Cluster& c, const PodFacts& p) {
   a.movable = p.pod.info.movable;
   a.started_unix_s = p.pod.info.started_unix_s;
   (void)c.restore(a);  // cannot fail: node and UID checked, host never refused
-  confirmed_.insert(p.uid);
+  confirm(p);
 }
 
 void ClusterSync::learn(const PodFacts& p) const {
@@ -518,6 +529,20 @@ void ClusterSync::report(const WaitNews& news) const {
 std::size_t ClusterSync::unschedulable() const {
   std::lock_guard lock(mu_);
   return waiting_.size();
+}
+
+std::optional<std::uint64_t> ClusterSync::departed_at(const std::string& uid) const {
+  std::lock_guard lock(mu_);
+  auto it = departed_.find(uid);
+  if (it == departed_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<std::uint64_t> ClusterSync::confirmed_at(const std::string& uid) const {
+  std::lock_guard lock(mu_);
+  auto it = confirmed_.find(uid);
+  if (it == confirmed_.end() || it->second == 0) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace gapless::k8s

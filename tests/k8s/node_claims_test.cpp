@@ -23,9 +23,10 @@ using nlohmann::json;
 
 namespace {
 
-// The fake ConfigMap's claims, decoded.
-std::vector<k8s::Claim> stored(const test::FakeApiServer& server, const std::string& node) {
-  auto cm = server.config_map("gapless-system", k8s::claims_object_name(node));
+// The fake ConfigMap's claims, decoded (`objects`: k8s::ClaimOptions::objects).
+std::vector<k8s::Claim> stored(const test::FakeApiServer& server, const std::string& node,
+                               std::size_t objects = 0) {
+  auto cm = server.config_map("gapless-system", k8s::claims_object_name(node, objects));
   if (!cm) return {};
   auto claims = k8s::decode_claims(cm->at("data").at("claims").get<std::string>());
   REQUIRE(claims.ok());
@@ -46,9 +47,12 @@ k8s::ClaimCheck disjoint_from(const model::Allocation& ours) {
   };
 }
 
-k8s::ClaimOptions options(const std::string& holder, std::int64_t* clock = nullptr) {
+// One object per node unless `objects` says otherwise.
+k8s::ClaimOptions options(const std::string& holder, std::int64_t* clock = nullptr,
+                          std::size_t objects = 0) {
   k8s::ClaimOptions o;
   o.holder = holder;
+  o.objects = objects;
   if (clock != nullptr) o.now_ms = [clock] { return *clock; };
   return o;
 }
@@ -104,6 +108,16 @@ TEST_CASE("claims encode and decode; garbage is refused, never read as empty", "
                   .ok());  // no "at"
   CHECK(k8s::claims_object_name("n1") == "gapless-claims-n1");
   CHECK(k8s::claims_object_name(std::string(300, 'x')).size() == 253);
+  // Shared objects: the same node always maps to the same one, and nodes spread over them.
+  CHECK(k8s::claims_object_name("n1", 1) == "gapless-claimset-0");
+  std::set<std::string> used;
+  for (int i = 0; i < 64; ++i) {
+    const std::string name = k8s::claims_object_name("node-" + std::to_string(i), 4);
+    CHECK(name == k8s::claims_object_name("node-" + std::to_string(i), 4));
+    used.insert(name);
+  }
+  CHECK(used == std::set<std::string>{"gapless-claimset-0", "gapless-claimset-1",
+                                      "gapless-claimset-2", "gapless-claimset-3"});
 }
 
 TEST_CASE(
@@ -378,4 +392,116 @@ TEST_CASE(
   CHECK(uids == std::set<std::string>{"u0", "u1", "u2", "u3", "u4", "u5"});
   REQUIRE(stored(server, "n2").size() == 1);
   CHECK(stored(server, "n2")[0].uid == "u9");
+}
+
+TEST_CASE(
+    "shared claim objects: claims on different nodes made at once go in one write, each judged "
+    "against its own node's claims only",
+    "[k8s][claims]") {
+  test::FakeApiServer server;
+  k8s::ApiClient api(server.client_config());
+  Interleaving counted(api);
+  k8s::KubeNodeClaims a(counted, options("replica-a", nullptr, 1));
+  k8s::KubeNodeClaims b(api, options("replica-b", nullptr, 1));
+  server.add_pod(k8s::testing::pod_object("pod-u8", "u8", ""));
+  const model::Allocation theirs = whole("u8", "n2", {0});
+  REQUIRE(b.claim(theirs, disjoint_from(theirs)).ok());  // the object exists: writes are PUTs
+
+  test::Gate gate;
+  counted.hold_puts = &gate;
+  // GPU 0 of n1, n2 and n3: only n2's is b's.
+  const std::vector<model::Allocation> ours = {whole("u1", "n1", {0}), whole("u2", "n2", {0}),
+                                               whole("u3", "n3", {0})};
+  std::vector<Status> outcomes(ours.size(), Status::Ok());
+  {
+    std::vector<std::jthread> claiming;
+    auto start = [&](std::size_t i) {
+      claiming.emplace_back([&, i] { outcomes[i] = a.claim(ours[i], disjoint_from(ours[i])); });
+    };
+    test::OpenOnExit opener{gate};
+    start(0);
+    REQUIRE(test::eventually([&] { return gate.entered() == 1; }));  // u1's write is in flight
+    start(1);
+    start(2);
+    REQUIRE(test::eventually(
+        [&] { return a.waiting_claims("n2") == 1 && a.waiting_claims("n3") == 1; }));
+  }
+  CHECK(outcomes[0].ok());  // b's GPU 0 is on another node
+  REQUIRE_FALSE(outcomes[1].ok());
+  CHECK_THAT(outcomes[1].error(), Catch::Contains("GPU 0 taken"));
+  CHECK(outcomes[2].ok());
+  CHECK(counted.calls["PUT"] == 2);  // u1's, then u3's for n3 (u2's judged out)
+  // The first write read b's object, and u2's refusal read pod u8 back (is it alive?); the
+  // second write went over the first without a read.
+  CHECK(counted.calls["GET"] == 2);
+  std::set<std::string> uids;
+  for (const auto& c : stored(server, "n1", 1)) uids.insert(c.uid);
+  CHECK(uids == std::set<std::string>{"u1", "u3", "u8"});
+}
+
+TEST_CASE(
+    "settled claims are dropped with the resourceVersion they are settled through; a replica "
+    "whose informer is behind it does not judge the object until it catches up",
+    "[k8s][claims]") {
+  test::FakeApiServer server;
+  k8s::ApiClient api(server.client_config());
+  std::mutex mu;
+  std::map<std::string, std::uint64_t> settled;  // a's informer: pod UID -> where it was seen
+  std::atomic<std::uint64_t> b_seen{0};          // b's informer
+  k8s::ClaimOptions ao = options("replica-a", nullptr, 1), bo = options("replica-b", nullptr, 1);
+  bo.informer_wait = std::chrono::milliseconds(50);
+  k8s::KubeNodeClaims a(api, ao), b(api, bo);
+  a.set_settlement({[&](const model::Allocation& c) -> std::optional<std::uint64_t> {
+                      std::lock_guard lock(mu);
+                      auto it = settled.find(c.pod_uid);
+                      if (it == settled.end()) return std::nullopt;
+                      return it->second;
+                    },
+                    [] { return std::uint64_t{1000}; }});
+  b.set_settlement({[](const model::Allocation&) { return std::optional<std::uint64_t>(); },
+                    [&] { return b_seen.load(); }});
+  const auto p = whole("up", "n1", {0});
+  REQUIRE(a.claim(p, disjoint_from(p)).ok());
+  {
+    std::lock_guard lock(mu);
+    settled["up"] = 700;  // a's watch delivered pod up bound at resourceVersion 700
+  }
+  const auto p2 = whole("up2", "n1", {1});
+  REQUIRE(a.claim(p2, disjoint_from(p2)).ok());  // this write drops up's claim
+  auto cm = server.config_map("gapless-system", "gapless-claimset-0");
+  REQUIRE(cm);
+  CHECK(cm->at("data").at("settledThrough") == "700");
+  REQUIRE(stored(server, "n1", 1).size() == 1);
+  CHECK(stored(server, "n1", 1)[0].uid == "up2");
+
+  // b's model lacks up until its informer reaches 700: up's GPU 0 is not free for it to judge.
+  const auto q = whole("uq", "n1", {0});
+  b_seen = 699;
+  Status behind = b.claim(q, disjoint_from(q));
+  REQUIRE_FALSE(behind.ok());
+  CHECK_THAT(behind.error(), Catch::Contains("pod informer is behind the claims") &&
+                                 Catch::Contains("settled through 700"));
+  CHECK(stored(server, "n1", 1).size() == 1);  // nothing written
+  b_seen = 700;  // now b's model counts up (here: the check sees only up2, on GPU 1)
+  CHECK(b.claim(q, disjoint_from(q)).ok());
+  // A settled resourceVersion never goes back.
+  CHECK(
+      server.config_map("gapless-system", "gapless-claimset-0")->at("data").at("settledThrough") ==
+      "700");
+}
+
+TEST_CASE("a claim object whose settled resourceVersion is garbage blocks claims, never ignored",
+          "[k8s][claims]") {
+  test::FakeApiServer server;
+  k8s::ApiClient api(server.client_config());
+  const json cm = {{"metadata", {{"name", "gapless-claimset-0"}}},
+                   {"data", {{"claims", "[]"}, {"settledThrough", "soon"}}}};
+  REQUIRE(api.call("POST", "/api/v1/namespaces/gapless-system/configmaps", cm.dump(),
+                   "application/json")
+              ->status == 201);
+  k8s::KubeNodeClaims a(api, options("replica-a", nullptr, 1));
+  const auto p = whole("up", "n1", {0});
+  Status s = a.claim(p, disjoint_from(p));
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.error(), Catch::Contains("unreadable") && Catch::Contains("delete it"));
 }

@@ -190,7 +190,11 @@ TEST_CASE("two replicas race binds for the same GPUs, round after round: no GPU 
   test::FakeApiServer server;
   server.load({k8s::testing::topology_node("n1", kGpus)}, {});
   const bool claims = std::getenv("GAPLESS_HA_NO_CLAIMS") == nullptr;
-  test::KubeExtender a(server, claims ? "replica-a" : ""), b(server, claims ? "replica-b" : "");
+  // Claims in one shared object (as shipped), and in one object per node.
+  const std::size_t objects = GENERATE(1, 0);
+  INFO("claim objects: " << objects);
+  test::KubeExtender a(server, claims ? "replica-a" : "", std::nullopt, objects),
+      b(server, claims ? "replica-b" : "", std::nullopt, objects);
   REQUIRE(a.wait([&] { return a.extender().ready() && b.extender().ready(); }));
   const int rounds = rounds_per_order();
   int bound = 0, refused = 0, double_booked = 0;
@@ -222,10 +226,10 @@ TEST_CASE("two replicas race binds for the same GPUs, round after round: no GPU 
   }
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   std::printf(
-      "ha race%s: %d rounds (%d leader change, %d split brain), %d binds, %d refused, "
-      "%d GPUs double-booked, %.1f s\n",
-      claims ? "" : " without claims", 2 * rounds, rounds, rounds, bound, refused, double_booked,
-      took.count());
+      "ha race%s (claim objects %zu): %d rounds (%d leader change, %d split brain), %d binds, "
+      "%d refused, %d GPUs double-booked, %.1f s\n",
+      claims ? "" : " without claims", objects, 2 * rounds, rounds, rounds, bound, refused,
+      double_booked, took.count());
   CHECK(double_booked == 0);
   CHECK(bound > 0);
   CHECK(refused > 0);  // the races were real: some binds lost to the other replica
@@ -283,7 +287,7 @@ TEST_CASE("a claim that cannot be written fails the bind; a failed Binding takes
     server.fail_next("POST", "/api/v1/namespaces/ml/pods/p/binding", 1, 500, "injected");
     CHECK_THAT(schedule(a, pod), Catch::Contains("injected"));
     CHECK(a.allocations() == 0);
-    auto cm = server.config_map("gapless-system", "gapless-claims-n1");
+    auto cm = server.config_map("gapless-system", k8s::claims_object_name("n1", 1));
     REQUIRE(cm);
     CHECK(cm->at("data").at("claims") == "[]");
   }

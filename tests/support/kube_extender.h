@@ -20,6 +20,7 @@
 #include "gapless/k8s/node_claims.h"
 #include "gapless/k8s/node_facts.h"
 #include "gapless/k8s/unbound_pods.h"
+#include "gapless/server/claim_settlement.h"
 #include "gapless/server/extender.h"
 
 namespace gapless::test {
@@ -33,18 +34,19 @@ class KubeExtender {
  public:
   // `pairing`: the bind gate on (docs/node-pairing.md), fed by the pod informer as in
   // gapless-extender.
+  // `claim_objects`: k8s::ClaimOptions::objects (the default: as gapless-extender ships).
   explicit KubeExtender(test::FakeApiServer& server, std::string replica = "",
-                        std::optional<server::PairingOptions> pairing = std::nullopt)
+                        std::optional<server::PairingOptions> pairing = std::nullopt,
+                        std::size_t claim_objects = k8s::ClaimOptions{}.objects)
       : server_(server),
         client_(server.client_config()),
         binder_(client_),
-        claims_(client_, claim_options(replica)),
+        claims_(client_, claim_options(replica, claim_objects)),
         extender_(model::Cluster{}, placement::builtin_policy(), binder_, metrics_),
         sync_(hooks()) {
     extender_.set_readiness([this] { return sync_.synced(); });
     extender_.enable_bind_threads(4, 64);  // as gapless-extender runs binds
     if (pairing) extender_.enable_pairing(*pairing);
-    if (!replica.empty()) extender_.set_claims(&claims_);
     k8s::InformerOptions o;
     o.watch_timeout_seconds = 30;
     o.backoff_initial = 20ms;
@@ -66,6 +68,9 @@ class KubeExtender {
       extender_.pairing_pod_event(type, pod);
     };
     pods_ = std::make_unique<k8s::Informer>(client_, o, pod_handlers);
+    // As gapless-extender settles claims (src/cmd/kube_source.cpp).
+    claims_.set_settlement(server::claim_settlement(extender_.scheduler(), sync_, *pods_));
+    if (!replica.empty()) extender_.set_claims(&claims_);
     threads_.emplace_back([this] {
       nodes_->run();
       ++done_;
@@ -106,9 +111,10 @@ class KubeExtender {
 
  private:
   k8s::ClusterSyncHooks hooks() { return extender_.sync_hooks(); }
-  static k8s::ClaimOptions claim_options(const std::string& replica) {
+  static k8s::ClaimOptions claim_options(const std::string& replica, std::size_t objects) {
     k8s::ClaimOptions o;
     o.holder = replica;
+    o.objects = objects;
     return o;
   }
 

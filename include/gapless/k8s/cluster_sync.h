@@ -22,9 +22,12 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -103,12 +106,20 @@ class ClusterSync {
   std::size_t reservations_dropped() const { return reservations_dropped_.load(); }
   // Pods reported unschedulable whose wait has not ended.
   std::size_t unschedulable() const;
+  // The resourceVersion of the pod event through which the model counts the pod's allocation as
+  // the API server's (bound, record applied), if it does: claims made for it are settled there
+  // (k8s::ClaimSettlement).
+  std::optional<std::uint64_t> confirmed_at(const std::string& uid) const;
+  // The resourceVersion of the event through which the model no longer counts the pod (it
+  // finished or was deleted), if the sync saw it lately: a claim for it holds nothing from there.
+  std::optional<std::uint64_t> departed_at(const std::string& uid) const;
 
  private:
   // What a Pod object says, as far as GPUs go.
   struct PodFacts {
     std::string uid, ns, name;
-    std::string node;         // spec.nodeName; empty while pending
+    std::uint64_t version = 0;  // metadata.resourceVersion (0: none, or not a number)
+    std::string node;           // spec.nodeName; empty while pending
     bool finished = false;    // Succeeded or Failed
     bool has_record = false;  // carries gapless.io/allocation
     bool record_is_string = false;
@@ -145,7 +156,8 @@ class ClusterSync {
   // fit beside it are dropped. Model unchanged and the restore's error when even that fails.
   Status yield_reservations(model::Cluster& c, const model::Allocation& a, Outbox& out);
   void learn(const PodFacts& p) const;
-  void forget(model::Cluster& c, const std::string& uid, Outbox& out);
+  // `version`: the resourceVersion of the event that showed the pod gone or finished (0: none).
+  void forget(model::Cluster& c, const std::string& uid, Outbox& out, std::uint64_t version = 0);
   // The pod's record no longer fences its node (`why`); lifts the fence when no other rejected
   // record is on that node and the fence is still the one a record set.
   void clear_rejection(model::Cluster& c, const std::string& uid, const std::string& why,
@@ -183,9 +195,16 @@ class ClusterSync {
     std::string record, node;
   };
   std::unordered_map<std::string, Rejected> rejected_;
-  // Pods whose allocation the watch confirmed (bound, record applied): the model's other
-  // allocations are local reservations, which give way to records (yield_reservations).
-  std::unordered_set<std::string> confirmed_;
+  // Pods whose allocation the watch confirmed (bound, record applied), with the resourceVersion
+  // that first showed it: the model's other allocations are local reservations, which give way
+  // to records (yield_reservations).
+  std::unordered_map<std::string, std::uint64_t> confirmed_;
+  void confirm(const PodFacts& p) { confirmed_.try_emplace(p.uid, p.version); }
+  // Pods seen to finish or go, with that event's resourceVersion: the last kMaxDeparted only
+  // (a claim needs it until the next claim write after it, normally milliseconds).
+  static constexpr std::size_t kMaxDeparted = 65'536;
+  std::unordered_map<std::string, std::uint64_t> departed_;
+  std::deque<std::string> departed_order_;
   // GPU pods bound without a record, logged once.
   std::unordered_set<std::string> unrecorded_;
   // Pods reported unschedulable and not ended since (only while the hook is set).
