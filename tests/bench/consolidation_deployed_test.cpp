@@ -17,17 +17,6 @@ using namespace gapless::bench::testing;
 
 namespace {
 
-// a and b, 4 GPUs each: spread puts big (3 GPUs) and small (1 GPU) on different nodes, and four
-// then fits neither until big leaves at 100.
-std::vector<model::Node> two_nodes() {
-  return {to_node({"a", 64000, 1 << 20, 4, "T4"}), to_node({"b", 64000, 1 << 20, 4, "T4"})};
-}
-
-Workload crowded() {
-  return prepare_workload("micro", {timed("big", 3, 1000, 0, 100), timed("small", 1, 1000, 1, 100),
-                                    timed("four", 4, 1000, 10, 5)});
-}
-
 DynamicRun deployed_run(const std::vector<model::Node>& nodes, const Workload& w, const Arrivals& a,
                         const DynamicOptions& options) {
   const PolicySetup policy = with_consolidation(paper("spread"), options);
@@ -39,8 +28,8 @@ DynamicRun deployed_run(const std::vector<model::Node>& nodes, const Workload& w
 
 TEST_CASE("dynamic as deployed with movable pods: the extender's driver makes room",
           "[bench][deployed][dynamic][consolidation]") {
-  const std::vector<model::Node> nodes = two_nodes();
-  const Workload w = crowded();
+  const std::vector<model::Node> nodes = crowded_scenario().nodes;
+  const Workload w = crowded_scenario().workload;
   const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 42);
 
   const DynamicRun still = deployed_run(nodes, w, a, DynamicOptions{});
@@ -67,8 +56,8 @@ TEST_CASE("dynamic as deployed with movable pods: the extender's driver makes ro
 
 TEST_CASE("dynamic as deployed: no movable pod, no move",
           "[bench][deployed][dynamic][consolidation]") {
-  const std::vector<model::Node> nodes = two_nodes();
-  const Workload w = crowded();
+  const std::vector<model::Node> nodes = crowded_scenario().nodes;
+  const Workload w = crowded_scenario().workload;
   const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 42);
   DynamicOptions opt;
   opt.movable = 0.000001;  // consolidation on, but (almost surely) no pod drawn movable
