@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
                "--dynamic, in-process: also the least the longest-waiting multi-GPU pod could have "
                "waited once it arrived (multi_gpu_longest_bound_s; slower)");
   app.add_option("--movable", dyn.movable,
-                 "--dynamic, in-process: this fraction of the pods (0-1, drawn per seed) is "
+                 "--dynamic: this fraction of the pods (0-1, drawn per seed) is "
                  "movable and consolidation moves them for waiting multi-GPU pods (default 0: off)")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--max-moves", dyn.max_moves,
@@ -195,10 +195,8 @@ int main(int argc, char** argv) {
                         "--scheduler-config alone (the extender in-process)\n",
            2;
   }
-  if (dyn.movable > 0 && (!dynamic || in.deployed)) {
-    return std::cerr << "gapless-bench: --movable needs --dynamic, in-process (no "
-                        "--scheduler-config)\n",
-           2;
+  if (dyn.movable > 0 && !dynamic) {
+    return std::cerr << "gapless-bench: --movable needs --dynamic\n", 2;
   }
   if (no_unschedulable && (!dynamic || !in.deployed)) {
     return std::cerr << "gapless-bench: --no-unschedulable needs --dynamic and "
@@ -232,7 +230,7 @@ int main(int argc, char** argv) {
       runner = [&](const std::vector<model::Node>& nodes, const bench::Workload& w,
                    const bench::Arrivals& a, const bench::PolicySetup& policy, std::uint64_t seed,
                    const bench::DynamicOptions& options) {
-        auto port = bench::in_process_extender(nodes, policy);
+        auto port = bench::in_process_extender(nodes, bench::with_consolidation(policy, options));
         return bench::replay_dynamic_deployed(nodes, w, a, *in.deployed, *port, seed, options,
                                               !no_unschedulable);
       };

@@ -11,6 +11,7 @@
 
 #include "gapless/k8s/model_pin.h"
 #include "gapless/k8s/node_inventory.h"
+#include "gapless/k8s/pod_movability.h"
 #include "gapless/k8s/pod_request.h"
 #include "gapless/placement/scheduler.h"
 #include "rng.h"
@@ -139,7 +140,7 @@ std::string cluster_file_json(const std::vector<model::Node>& nodes) {
   return json{{"apiVersion", "v1"}, {"kind", "NodeList"}, {"items", items}}.dump();
 }
 
-std::string pod_json(const TracePod& p, const std::string& uid) {
+std::string pod_json(const TracePod& p, const std::string& uid, bool movable) {
   json limits = {{"cpu", std::to_string(p.cpu_milli) + "m"},
                  {"memory", std::to_string(p.memory_mib) + "Mi"}};
   if (p.num_gpu == 1 && p.gpu_milli < model::kFullComputeMilli) {
@@ -151,9 +152,17 @@ std::string pod_json(const TracePod& p, const std::string& uid) {
   std::string models;
   for (const std::string& m : p.gpu_spec) models += (models.empty() ? "" : ",") + m;
   if (!models.empty()) annotations["gapless.io/gpu-models"] = models;
+  json meta = {{"name", uid}, {"namespace", "trace"}, {"uid", uid}, {"annotations", annotations}};
+  if (movable) {  // k8s::pod_movability: opted in, and a controller that recreates the pod
+    meta["annotations"][k8s::kMovableAnnotation] = "true";
+    meta["ownerReferences"] = json::array({{{"apiVersion", "apps/v1"},
+                                            {"kind", "ReplicaSet"},
+                                            {"name", "trace"},
+                                            {"uid", "trace-rs"},
+                                            {"controller", true}}});
+  }
   return json{
-      {"metadata",
-       {{"name", uid}, {"namespace", "trace"}, {"uid", uid}, {"annotations", annotations}}},
+      {"metadata", meta},
       {"spec",
        {{"containers", json::array({{{"name", "c"}, {"resources", {{"limits", limits}}}}})}}}}
       .dump();
@@ -217,6 +226,24 @@ class InProcess : public ExtenderPort {
     sched_.observe(p.info, p.request);  // the informer sees the pod, filtered or not
     sched_.wait(p.info, p.request, profile(), 0, placement::Scheduler::WaitSource::kUnschedulable);
   }
+  // As server::Consolidator::consolidate_for, less what needs the API server (PodDisruptionBudgets,
+  // the Eviction API's dry runs, the API call rate): the engine's plan, the room held before the
+  // evictions, the moves counted.
+  std::vector<Eviction> consolidate(
+      const TracePod& pod, const std::string& uid, double t,
+      const std::function<double(const std::string&)>& started_at) override {
+    const k8s::ParsedPod& p = parsed(pod, uid);
+    const placement::ConsolidationSearch search =
+        sched_.consolidate(p.info, p.request, profile(), t, {},
+                           [&](const model::Allocation& a) { return started_at(a.pod_uid); });
+    if (search.fits_now || !search.plan || loaded_->policy.consolidation.dry_run) return {};
+    sched_.hold_room(p.info, *search.plan, t);
+    sched_.moves_made(*search.plan, t);
+    std::vector<Eviction> out;
+    for (const placement::PlannedMove& m : search.plan->moves) out.push_back({m.pod_uid, m.from});
+    return out;
+  }
+  void tick(double t) override { sched_.expire_holds(t); }
 
  private:
   static model::Cluster model_of(const std::vector<model::Node>& nodes) {
@@ -236,7 +263,7 @@ class InProcess : public ExtenderPort {
   const placement::Profile& profile() const { return loaded_->policy.profiles.front(); }
   const k8s::ParsedPod& parsed(const TracePod& pod, const std::string& uid) {
     if (uid != last_uid_) {
-      auto p = k8s::parse_pod(json::parse(pod_json(pod, uid)));
+      auto p = k8s::parse_pod(json::parse(pod_json(pod, uid, movable(uid))));
       last_ = p ? std::move(*p) : k8s::ParsedPod{};
       last_uid_ = uid;
     }
@@ -301,7 +328,7 @@ class OverHttp : public ExtenderPort {
  private:
   std::string args(const TracePod& pod, const std::string& uid,
                    const std::vector<std::string>& nodes) const {
-    return "{\"Pod\":" + pod_json(pod, uid) +
+    return "{\"Pod\":" + pod_json(pod, uid, movable(uid)) +
            ",\"Nodes\":null,\"NodeNames\":" + json(nodes).dump() + "}";
   }
   bool post(const std::string& verb, const std::string& body, json* out) {
@@ -529,55 +556,6 @@ RunResult replay_deployed(const std::vector<model::Node>& nodes, const Workload&
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
-}
-
-namespace {
-
-// The dynamic replay's attempts as kube-scheduler's cycles (KubeScheduler), and what the
-// extender's pod informer sees of the pods.
-class DeployedPath : public DynamicPath {
- public:
-  DeployedPath(const std::vector<model::Node>& nodes, const Workload& w,
-               const SchedulerConfig& config, ExtenderPort& extender, std::uint64_t seed,
-               bool unschedulable)
-      : w_(w),
-        extender_(extender),
-        kube_(nodes, config, extender, seed),
-        unschedulable_(unschedulable) {}
-
-  std::size_t node_count() const override { return kube_.node_count(); }
-  // The extender hears of the pod at its first filter (or its first condition).
-  void arrive(int, const std::string&) override {}
-  // kube-scheduler's own filter: where it leaves no node, the cycle fails before the extender.
-  bool may_fit(int pod, std::size_t n) const override { return kube_.fits(w_.pods[pod], n); }
-  std::size_t start(int pod, const std::string& uid, std::int64_t* granted) override {
-    return kube_.schedule(w_.pods[pod], uid, granted);
-  }
-  // kube-scheduler writes the condition after each failed cycle (a retry it skips here would
-  // have failed too: nothing it could use was freed).
-  void waiting(int pod, const std::string& uid, double) override {
-    if (unschedulable_) extender_.unschedulable(w_.pods[pod], uid);
-  }
-  void gave_up(int, const std::string& uid) override { extender_.deleted(uid); }
-  void left(int pod, const std::string& uid, std::size_t n) override {
-    kube_.remove(w_.pods[pod], uid, n);
-  }
-
- private:
-  const Workload& w_;
-  ExtenderPort& extender_;
-  KubeScheduler kube_;
-  const bool unschedulable_;
-};
-
-}  // namespace
-
-DynamicRun replay_dynamic_deployed(const std::vector<model::Node>& nodes, const Workload& w,
-                                   const Arrivals& a, const SchedulerConfig& config,
-                                   ExtenderPort& extender, std::uint64_t seed,
-                                   const DynamicOptions& options, bool unschedulable) {
-  DeployedPath path(nodes, w, config, extender, seed, unschedulable);
-  return replay_dynamic(nodes, w, a, path, options);
 }
 
 }  // namespace gapless::bench

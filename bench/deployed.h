@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -97,6 +98,39 @@ class ExtenderPort {
   // The pod informer sees kube-scheduler's PodScheduled=False/Unschedulable condition on the
   // pod: it waits (placement::Scheduler::WaitSource::kUnschedulable).
   virtual void unschedulable(const TracePod& pod, const std::string& uid) = 0;
+
+  // Consolidation (docs/consolidation.md). Which pods are movable: those the function names
+  // carry the gapless.io/movable annotation and a ReplicaSet owner (pod_json), as a Deployment's
+  // opted-in replicas do; unset: none.
+  void set_movable(std::function<bool(const std::string& uid)> movable) {
+    movable_ = std::move(movable);
+  }
+  // A pod evicted by a consolidation plan, and the node it ran on.
+  struct Eviction {
+    std::string uid;
+    std::string node;
+  };
+  // The extender's consolidation driver (server::Consolidator) at time t for a pod that
+  // kube-scheduler found no node for: the engine's plan (Scheduler::consolidate, `started_at`
+  // each running pod's status.startTime), its node held for the pod (hold_room) and its moves
+  // counted (moves_made). Returns the evictions the caller carries out (each pod deleted, its
+  // controller's replacement a new pod); empty when there is no plan, the pod fits somewhere
+  // now, or the policy's consolidation is off or in dry-run. A live extender's driver needs
+  // the Kubernetes API: none here.
+  virtual std::vector<Eviction> consolidate(
+      const TracePod& pod, const std::string& uid, double t,
+      const std::function<double(const std::string&)>& started_at) {
+    (void)pod, (void)uid, (void)t, (void)started_at;
+    return {};
+  }
+  // The driver's clock reached t: held rooms whose time is over end (Scheduler::expire_holds).
+  virtual void tick(double t) { (void)t; }
+
+ protected:
+  bool movable(const std::string& uid) const { return movable_ && movable_(uid); }
+
+ private:
+  std::function<bool(const std::string&)> movable_;
 };
 
 // placement::Scheduler in-process, configured as gapless-extender runs it.
@@ -109,8 +143,9 @@ std::unique_ptr<ExtenderPort> http_extender(const std::string& url);
 // The trace's nodes as a Kubernetes NodeList (JSON) for gapless-extender --cluster: allocatable
 // CPU, memory and nvidia.com/gpu, GFD labels for the model.
 std::string cluster_file_json(const std::vector<model::Node>& nodes);
-// The trace pod as a Kubernetes Pod (JSON) the way the replay submits it.
-std::string pod_json(const TracePod& pod, const std::string& uid);
+// The trace pod as a Kubernetes Pod (JSON) the way the replay submits it; a movable one with
+// the gapless.io/movable annotation and a ReplicaSet as its controller.
+std::string pod_json(const TracePod& pod, const std::string& uid, bool movable = false);
 
 // kube-scheduler as the emulation runs it: its cache of what the bound pods request per node,
 // and one scheduling cycle (steps 1-4 above) through the extender. Every replay's attempts go
@@ -129,6 +164,18 @@ class KubeScheduler {
   std::size_t schedule(const TracePod& pod, const std::string& uid, std::int64_t* granted);
   // The pod bound to node n is gone: its requests leave the cache, and the extender hears of it.
   void remove(const TracePod& pod, const std::string& uid, std::size_t n);
+  // The index of a node by name (node_count() if none).
+  std::size_t index_of(const std::string& node) const {
+    auto it = index_.find(node);
+    return it == index_.end() ? nodes_.size() : it->second;
+  }
+  // How many failed cycles of a pod it takes for the samples (each starting where the last
+  // stopped) to have covered every node.
+  std::size_t cycles_to_cover() const {
+    const std::size_t all = nodes_.size();
+    const std::size_t per = feasible_nodes_to_find(config_.percentage_of_nodes_to_score, all);
+    return per == 0 ? 1 : (all + per - 1) / per;
+  }
 
  private:
   // Requested CPU and memory per node, actual and "non-zero" (a pod without a request counts
@@ -167,6 +214,10 @@ RunResult replay_deployed(const std::vector<model::Node>& nodes, const Workload&
 // a pod still waiting after an attempt, or after a retry passed it over, as unschedulable()
 // when `unschedulable` is set (the pod informer's path); otherwise the extender knows of
 // waiting pods only from its own filter, when kube-scheduler's filter left it some node.
+// With options.movable, the pods draw_movable picks are movable (ExtenderPort::set_movable)
+// and a multi-GPU pod whose cycle found no node gets the extender's consolidation
+// (ExtenderPort::consolidate): the evicted pods leave, their replacements go through
+// kube-scheduler at once, then the waiting pod does, its room held by the extender.
 DynamicRun replay_dynamic_deployed(const std::vector<model::Node>& nodes, const Workload& w,
                                    const Arrivals& a, const SchedulerConfig& config,
                                    ExtenderPort& extender, std::uint64_t seed,

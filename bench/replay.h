@@ -114,6 +114,13 @@ struct DynamicOptions {
   double curve_span = 2;
 };
 
+// DynamicOptions::movable, shared by the in-process and the as-deployed replay: each arrival
+// movable with probability `fraction`, drawn from the seed alone (the same pods for every
+// policy and path of a seed); and the policy with its consolidation on (and maxMovesPerPlan
+// set) when `options` asks for movable pods.
+std::vector<char> draw_movable(std::size_t arrivals, double fraction, std::uint64_t seed);
+PolicySetup with_consolidation(PolicySetup policy, const DynamicOptions& options);
+
 // Pods in creation order; pods created at the same second in a seeded order. Node priorities
 // as in make_arrivals. REQUIRES: every pod has times (TracePod::has_times()).
 Arrivals make_dynamic_arrivals(const Workload& w, std::size_t node_count, std::uint64_t seed);

@@ -40,6 +40,21 @@ Arrivals make_dynamic_arrivals(const Workload& w, std::size_t node_count, std::u
   return a;
 }
 
+std::vector<char> draw_movable(std::size_t arrivals, double fraction, std::uint64_t seed) {
+  std::vector<char> out(arrivals, 0);
+  if (fraction <= 0) return out;
+  Rng rng(seed ^ 0x6d6f7661626c6521ULL);
+  const auto cut = static_cast<std::uint64_t>(fraction * 1000000);
+  for (char& m : out) m = rng.below(1000000) < cut ? 1 : 0;
+  return out;
+}
+
+PolicySetup with_consolidation(PolicySetup policy, const DynamicOptions& options) {
+  if (options.movable > 0) policy.consolidation.enabled = true;
+  if (options.max_moves > 0) policy.consolidation.max_moves = options.max_moves;
+  return policy;
+}
+
 namespace {
 
 // Linear interpolation between the closest ranks (numpy's default). REQUIRES: sorted, non-empty.
@@ -160,21 +175,6 @@ class EnginePath : public DynamicPath {
   }
 
  private:
-  static PolicySetup with_consolidation(PolicySetup p, const DynamicOptions& options) {
-    if (options.movable > 0) p.consolidation.enabled = true;
-    if (options.max_moves > 0) p.consolidation.max_moves = options.max_moves;
-    return p;
-  }
-  // Each arrival movable with probability `fraction`, drawn from the seed alone: the same pods
-  // for every policy of a seed.
-  static std::vector<char> draw_movable(std::size_t arrivals, double fraction, std::uint64_t seed) {
-    std::vector<char> out(arrivals, 0);
-    if (fraction <= 0) return out;
-    Rng rng(seed ^ 0x6d6f7661626c6521ULL);
-    const auto cut = static_cast<std::uint64_t>(fraction * 1000000);
-    for (char& m : out) m = rng.below(1000000) < cut ? 1 : 0;
-    return out;
-  }
   static std::size_t arrival_of(const std::string& uid) { return std::stoul(uid.substr(4)); }
 
   const std::vector<model::Node>& nodes_;

@@ -38,19 +38,22 @@ ConsolidationSearch Scheduler::consolidate(const model::PodInfo& pod, const mode
                                            const Profile& profile, double now_s,
                                            const RequestOf& request_of, const StartedAt& started_at,
                                            const MayMove& may_move) const {
-  model::GpuRequest fit = req;
-  if (!options_.check_host) fit.host = {};
+  // CPU and memory are checked even behind kube-scheduler (check_host off): its NodeResourcesFit
+  // never sees a plan's what-if. A node with the GPUs free but not the cores is no room: counted
+  // as "fits now", nothing was moved for the pod and kube-scheduler never placed it; and a plan
+  // could free GPUs where the pod's cores are not, or send a moved pod where its cores are not.
+  // The model counts every pod's requests (ClusterSync::account_host_only).
   const auto loaded = policy();
   ConsolidationQuery q;
   q.rules = loaded->policy.consolidation;
   q.now_s = now_s;
-  q.check_host = options_.check_host;
+  q.check_host = true;
   q.request_of = request_of;
   q.started_at = started_at;
   q.may_move = may_move;
   std::shared_lock lock(mu_);
   q.withheld = stages_.waiting->withheld_from(pod);
-  const StageCall c = call(loaded->policy, pod, fit);
+  const StageCall c = call(loaded->policy, pod, req);
   ConsolidationSearch out;
   for (const auto& stage : stages_.ordered) {
     if (stage->consolidate(c, profile, q, &out)) return out;

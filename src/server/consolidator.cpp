@@ -36,6 +36,11 @@ std::string moves_text(const std::vector<placement::PlannedMove>& moves, const s
   return out;
 }
 
+// The token bucket's size: a second's worth of API calls, at least one.
+double bucket_size(const ConsolidatorOptions& o) {
+  return std::max(1.0, o.per_second);
+}
+
 }  // namespace
 
 Consolidator::Consolidator(placement::Scheduler& scheduler, k8s::ApiTransport& api, Leads leads,
@@ -89,7 +94,7 @@ std::vector<std::string> Consolidator::tracked() const {
 }
 
 void Consolidator::refill(Clock::time_point now) {
-  const double burst = std::max(1.0, options_.per_second);
+  const double burst = bucket_size(options_);
   if (!started_) {
     started_ = true;
     tokens_ = burst;
@@ -243,8 +248,11 @@ Consolidator::Outcome Consolidator::consolidate_for(Waiter& w,
       return Outcome::kNothing;
     }
     // A plan is carried out whole or waits: twice its size in calls (dry runs, then evictions).
-    const std::size_t calls = 2 * plan.moves.size();
-    if (tokens_ < static_cast<double>(calls)) return Outcome::kWaitForTokens;
+    // One larger than the bucket (3 moves, 6 calls, at the default 5 a second) goes when the
+    // bucket is full, the debt repaid by the refill before the next: else it waited forever, and
+    // every pod after it with it.
+    const double calls = 2.0 * static_cast<double>(plan.moves.size());
+    if (tokens_ < std::min(calls, bucket_size(options_))) return Outcome::kWaitForTokens;
     if (moves_in_window(now) + plan.moves.size() > options_.max_moves_per_window) {
       if (log_) log_("consolidation: pod " + who + ": the cap of evictions per window is reached");
       return Outcome::kWaitForTokens;

@@ -68,6 +68,14 @@ inline DrainScenario drain_scenario() {
                                      timed("B", 2, 1000, 2, 5), timed("W", 1, 1000, 3, 100)})};
 }
 
+// Consolidation's scenario: a and b, 4 GPUs each; spread puts big (3 GPUs) and small (1 GPU) on
+// different nodes, and four then fits neither until big leaves at 100.
+inline DrainScenario crowded_scenario() {
+  return {{to_node({"a", 64000, 1 << 20, 4, "T4"}), to_node({"b", 64000, 1 << 20, 4, "T4"})},
+          prepare_workload("micro", {timed("big", 3, 1000, 0, 100), timed("small", 1, 1000, 1, 100),
+                                     timed("four", 4, 1000, 10, 5)})};
+}
+
 // The start of the pod named `name` in a dynamic run (-1: never placed), or -2 when the trace
 // has no pod of that name.
 inline double start_of(const Workload& w, const Arrivals& a, const DynamicRun& r,

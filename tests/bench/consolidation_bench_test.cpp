@@ -15,25 +15,10 @@ using namespace gapless;
 using namespace gapless::bench;
 using namespace gapless::bench::testing;
 
-namespace {
-
-// a and b, 4 GPUs each. spread puts big on one node and small on the other; four then fits
-// neither (1 and 3 GPUs free) until big leaves at 100.
-std::vector<model::Node> two_nodes() {
-  return {to_node({"a", 64000, 1 << 20, 4, "T4"}), to_node({"b", 64000, 1 << 20, 4, "T4"})};
-}
-
-Workload crowded() {
-  return prepare_workload("micro", {timed("big", 3, 1000, 0, 100), timed("small", 1, 1000, 1, 100),
-                                    timed("four", 4, 1000, 10, 5)});
-}
-
-}  // namespace
-
 TEST_CASE("dynamic with movable pods: room made for a waiting multi-GPU pod",
           "[bench][dynamic][consolidation]") {
-  const std::vector<model::Node> nodes = two_nodes();
-  const Workload w = crowded();
+  const std::vector<model::Node> nodes = crowded_scenario().nodes;
+  const Workload w = crowded_scenario().workload;
   const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 42);
 
   const DynamicRun still = replay_dynamic(nodes, w, a, paper("spread"), 42, DynamicOptions{});
@@ -75,8 +60,8 @@ TEST_CASE("dynamic with movable pods: room made for a waiting multi-GPU pod",
 }
 
 TEST_CASE("dynamic with no movable pods: nothing moves", "[bench][dynamic][consolidation]") {
-  const std::vector<model::Node> nodes = two_nodes();
-  const Workload w = crowded();
+  const std::vector<model::Node> nodes = crowded_scenario().nodes;
+  const Workload w = crowded_scenario().workload;
   const Arrivals a = make_dynamic_arrivals(w, nodes.size(), 42);
   DynamicOptions opt;
   opt.movable = 0.000001;  // consolidation on, but (almost surely) no pod drawn movable
@@ -89,7 +74,7 @@ TEST_CASE("dynamic with movable pods: the least wait counts smaller movable pods
           "[bench][dynamic][consolidation]") {
   // Both nodes full (3 + 1 GPUs each): evicting both pods of a node would make room for four,
   // but neither could be placed again, so no plan exists and four waits until a node empties.
-  const std::vector<model::Node> nodes = two_nodes();
+  const std::vector<model::Node> nodes = crowded_scenario().nodes;
   const Workload w =
       prepare_workload("full", {timed("big", 3, 1000, 0, 100), timed("small", 1, 1000, 1, 100),
                                 timed("big2", 3, 1000, 2, 100), timed("small2", 1, 1000, 3, 100),

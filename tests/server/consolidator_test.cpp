@@ -298,5 +298,21 @@ TEST_CASE("consolidation: a pod that fits gets no evictions, and a bound one is 
   CHECK(c.consolidator.tracked().empty());
 }
 
+TEST_CASE("consolidation: a plan of more API calls than a second's worth still goes",
+          "[server][consolidation]") {
+  // n1: three movable 1-GPU pods; n2 and n3 each keep a bare pod. The only plan evicts all three
+  // of n1's (6 calls: dry runs, then evictions), more than the 5 a second the bucket holds.
+  Cluster c;
+  c.remove("a");
+  c.remove("c");
+  c.add(holder("a1", "n1", {0}));
+  c.add(holder("a2", "n1", {1}));
+  c.add(holder("a3", "n1", {2}));
+  c.add(holder("b", "n2", {0}, true));
+  REQUIRE(c.consolidator.step(true, c.t0) == 3);
+  CHECK(c.api.evictions().size() == 3);
+  CHECK(c.api.count_requests("POST", kEviction) == 6);
+}
+
 }  // namespace
 }  // namespace gapless::server
