@@ -26,7 +26,8 @@ struct Stages {
   ConsolidationStage* consolidation = nullptr;
 };
 
-// `check_host`, `fixed_mix`: SchedulerOptions'.
+// `check_host`, `fixed_mix`: SchedulerOptions' (no stage reads check_host: the waiting stage
+// counts CPU and memory either way).
 Stages make_stages(bool check_host, const WorkloadMix* fixed_mix);
 
 }  // namespace gapless::placement

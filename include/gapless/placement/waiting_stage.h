@@ -29,7 +29,8 @@ namespace gapless::placement {
 
 class WaitingStage final : public Stage {
  public:
-  // `check_host`: SchedulerOptions::check_host, for the drain distance.
+  // `check_host`: whether the drain distance counts CPU and memory (make_stages: always, even
+  // when SchedulerOptions::check_host is off).
   explicit WaitingStage(bool check_host) : check_host_(check_host) {}
 
   std::string_view name() const override { return "waiting"; }
